@@ -1,0 +1,30 @@
+rule adapt:
+    input:
+        model=get_base_model_input,
+        data="results/data/{dataset}/manifest.parquet",
+    output:
+        model=temp(directory("results/adapt/{model}/{method}/{dataset}/seed{seed}/model")),
+        train_log="results/adapt/{model}/{method}/{dataset}/seed{seed}/train_log.parquet",
+        run="results/adapt/{model}/{method}/{dataset}/seed{seed}/run.json",
+    params:
+        cli=TTRL_BENCH,
+        source=get_model_source,
+        method=get_method_json,
+        n_adapt=N_ADAPT,
+        sampling=SAMPLING,
+    log:
+        "logs/adapt/{model}/{method}/{dataset}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/adapt/{model}/{method}/{dataset}/seed{seed}.tsv"
+    threads: 1
+    resources:
+        gpu=1,
+    conda:
+        "../envs/gpu.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} {params.cli} adapt --model-source {params.source:q}"
+        " --model-name {wildcards.model} --method {wildcards.method} --dataset {wildcards.dataset}"
+        " --data results/data/{wildcards.dataset} --n-adapt {params.n_adapt} --sampling {params.sampling}"
+        " --seed {wildcards.seed} --method-json {params.method:q}"
+        " --out results/adapt/{wildcards.model}/{wildcards.method}/{wildcards.dataset}/seed{wildcards.seed}"
+        " > {log} 2>&1"

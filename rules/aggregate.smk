@@ -1,0 +1,77 @@
+localrules:
+    ingest_results,
+    render_tables,
+    plot_figures,
+
+
+rule ingest_results:
+    input:
+        metrics=[f"{d}/metrics.json" for d in eval_dirs()],
+        train_logs=[f"{d}/train_log.parquet" for d in adapt_dirs()],
+        prep=expand("results/data/{dataset}/prep_stats.json", dataset=DATASETS),
+    output:
+        "results/benchmark.duckdb",
+    params:
+        cli=TTRL_BENCH,
+        eval_dirs=eval_dirs(),
+        adapt_dirs=adapt_dirs(),
+        data_dirs=expand("results/data/{dataset}", dataset=DATASETS),
+    log:
+        "logs/ingest_results.log",
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "{params.cli} ingest --db {output} --eval-dirs {params.eval_dirs} --adapt-dirs {params.adapt_dirs}"
+        " --data-dirs {params.data_dirs} > {log} 2>&1"
+
+
+rule render_tables:
+    input:
+        "results/benchmark.duckdb",
+    output:
+        md=report(
+            "results/tables/ttrv_table1_layout.md",
+            caption="../workflow/report/table1.rst",
+            category="Tables",
+        ),
+        csv="results/tables/ttrv_table1_layout.csv",
+        published=report(
+            "results/tables/ttrv_table1_vs_published.csv",
+            caption="../workflow/report/table1_published.rst",
+            category="Tables",
+        ),
+    params:
+        cli=TTRL_BENCH,
+        models=get_paper_model_names(),
+        datasets=json.dumps(config["tables"]["dataset_names"]),
+    log:
+        "logs/render_tables.log",
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "{params.cli} render-tables --db {input} --out-dir results/tables"
+        " --model-names {params.models:q} --dataset-names {params.datasets:q} > {log} 2>&1"
+
+
+rule plot_figures:
+    input:
+        "results/benchmark.duckdb",
+    output:
+        accuracy=report(
+            "results/figures/accuracy.png",
+            caption="../workflow/report/accuracy.rst",
+            category="Figures",
+        ),
+        curves=report(
+            "results/figures/training_curves.png",
+            caption="../workflow/report/training_curves.rst",
+            category="Figures",
+        ),
+    params:
+        cli=TTRL_BENCH,
+    log:
+        "logs/plot_figures.log",
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "{params.cli} plot-figures --db {input} --out-dir results/figures > {log} 2>&1"

@@ -1,0 +1,132 @@
+import json
+
+from snakemake.utils import min_version, validate
+
+from ttrl_bench.adaptation.presets import METHOD_NAMES, resolve_method
+from ttrl_bench.datasets.registry import REGISTRY
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "../workflow/schemas/config.schema.yaml")
+
+
+def check_names(key, names, known):
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(
+            f"config key `{key}`: unknown name(s) {unknown}; known: {', '.join(sorted(known))}"
+        )
+
+
+check_names("datasets", config["datasets"], REGISTRY)
+check_names("methods", config["methods"], METHOD_NAMES)
+check_names(
+    "adaptation.method_overrides",
+    config["adaptation"]["method_overrides"],
+    METHOD_NAMES,
+)
+
+MODELS = config["models"]
+DATASETS = config["datasets"]
+SEEDS = config["seeds"]
+ADAPTING = [m for m in config["methods"] if m != "zero-shot"]
+N_ADAPT = config["adaptation"]["n_samples"]
+SAMPLING = config["adaptation"]["sampling"]
+
+
+wildcard_constraints:
+    model="|".join(MODELS),
+    method="|".join(config["methods"]),
+    dataset="|".join(DATASETS),
+    target="|".join(DATASETS),
+    train="|".join(DATASETS + ["none"]),
+    seed=r"\d+",
+
+
+def method_spec(method):
+    """The resolved preset as JSON for the adapt rule; fails at parse time on a bad override."""
+    return resolve_method(
+        method,
+        config["adaptation"]["hyperparameters"],
+        config["adaptation"]["method_overrides"].get(method),
+    )
+
+
+# Resolve every method once now so a wrong hyper-parameter stops the run before any job.
+METHOD_SPECS = {m: method_spec(m) for m in ADAPTING}
+
+
+def eval_dirs():
+    """In-domain evaluations: zero-shot on every dataset, each method adapted and evaluated on it."""
+    dirs = []
+    for model in MODELS:
+        for dataset in DATASETS:
+            for seed in SEEDS:
+                dirs.append(f"results/eval/{model}/zero-shot/none/{dataset}/seed{seed}")
+                for method in ADAPTING:
+                    dirs.append(f"results/eval/{model}/{method}/{dataset}/{dataset}/seed{seed}")
+    return dirs
+
+
+def adapt_dirs():
+    return [
+        f"results/adapt/{model}/{method}/{dataset}/seed{seed}"
+        for model in MODELS
+        for method in ADAPTING
+        for dataset in DATASETS
+        for seed in SEEDS
+    ]
+
+
+def get_final_output():
+    return [
+        "results/benchmark.duckdb",
+        "results/tables/ttrv_table1_layout.md",
+        "results/figures/accuracy.png",
+        "results/figures/training_curves.png",
+    ]
+
+
+def get_base_model_input(wildcards):
+    """A model built by this workflow is an input file; a Hub id is not."""
+    if "build" in MODELS[wildcards.model]:
+        return MODELS[wildcards.model]["source"]
+    return []
+
+
+def get_eval_model_input(wildcards):
+    if wildcards.method == "zero-shot":
+        return {"model": get_base_model_input(wildcards)}
+    run = f"results/adapt/{wildcards.model}/{wildcards.method}/{wildcards.train}/seed{wildcards.seed}"
+    return {"model": f"{run}/model", "run": f"{run}/run.json"}
+
+
+def get_eval_model_source(wildcards):
+    if wildcards.method == "zero-shot":
+        return MODELS[wildcards.model]["source"]
+    return f"results/adapt/{wildcards.model}/{wildcards.method}/{wildcards.train}/seed{wildcards.seed}/model"
+
+
+def get_adapt_run_flag(wildcards, input):
+    return f"--adapt-run {input.run}" if wildcards.method != "zero-shot" else ""
+
+
+def get_method_json(wildcards):
+    return json.dumps(METHOD_SPECS[wildcards.method])
+
+
+def get_paper_model_names():
+    return json.dumps({name: m.get("paper_name", name) for name, m in MODELS.items()})
+
+
+def get_model_source(wildcards):
+    return MODELS[wildcards.model]["source"]
+
+
+# Every rule runs the package from this checkout, so the same command works in the venv of the
+# README and in `--sdm conda` environments (envs/*.yaml), which install the dependencies only.
+TTRL_BENCH = f"PYTHONPATH={workflow.basedir}/src${{PYTHONPATH:+:$PYTHONPATH}} python -m ttrl_bench.cli"

@@ -1,0 +1,17 @@
+rule prepare_data:
+    output:
+        manifest="results/data/{dataset}/manifest.parquet",
+        stats="results/data/{dataset}/prep_stats.json",
+    params:
+        cli=TTRL_BENCH,
+        seed=SEEDS[0],
+        rule=config["data"]["resolution_rule"],
+    log:
+        "logs/prepare_data/{dataset}.log",
+    benchmark:
+        "results/benchmarks/prepare_data/{dataset}.tsv"
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "{params.cli} prepare-data --dataset {wildcards.dataset} --out results/data/{wildcards.dataset}"
+        " --seed {params.seed} --resolution-rule {params.rule} > {log} 2>&1"

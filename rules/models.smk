@@ -1,0 +1,19 @@
+rule build_demo_model:
+    input:
+        "results/data/demo-digits/manifest.parquet",
+    output:
+        directory("results/models/{model}"),
+    params:
+        cli=TTRL_BENCH,
+        steps=config["demo_model"]["warm_start_steps"],
+        seed=SEEDS[0],
+    log:
+        "logs/build_demo_model/{model}.log",
+    benchmark:
+        "results/benchmarks/build_demo_model/{model}.tsv"
+    threads: 2
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} {params.cli} build-demo-model --data results/data/demo-digits"
+        " --out {output} --steps {params.steps} --seed {params.seed} > {log} 2>&1"

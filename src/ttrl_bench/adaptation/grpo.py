@@ -1,0 +1,160 @@
+"""Test-time adaptation with TRL's GRPOTrainer: rollouts on unlabeled test prompts, a label-free
+group reward, GRPO updates. Methods are presets (presets.py) of this one trainer."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+from datasets import Dataset
+from transformers import TrainerCallback
+from trl import GRPOConfig, GRPOTrainer
+
+from ..evaluation.extraction import extract_choice
+from ..rewards.registry import get_reward
+from ..rewards.voting import answer_entropy, majority_answer
+
+log = logging.getLogger(__name__)
+
+
+class SplitGroupError(RuntimeError):
+    """The N completions of one prompt did not arrive together: group rewards would be wrong."""
+
+
+def completion_text(completion) -> str:
+    """TRL passes conversational completions as [{"role": "assistant", "content": ...}]."""
+    if isinstance(completion, list):
+        return "".join(m["content"] if isinstance(m["content"], str) else "" for m in completion)
+    return completion
+
+
+class GroupReward:
+    """Adapts a group reward (answers -> rewards) to TRL's reward-function signature.
+
+    TRL calls it with the whole generation batch, prompts repeated `num_generations` times in a
+    row. It cuts the batch into groups, refuses a group whose ids differ (a split group), parses
+    each completion and records per-step statistics for the training log. The hidden labels are
+    read only for that log (TTRV Figure 1 curves), never for the reward.
+    """
+
+    def __init__(self, name: str, params: dict, num_generations: int):
+        self.reward = get_reward(name, **params)
+        self.num_generations = num_generations
+        self.records: list[dict] = []
+        self._last_time = time.perf_counter()
+        self.__name__ = name  # TRL names the logged reward column after the function
+
+    def __call__(self, prompts, completions, id, options, answer, trainer_state=None, **_) -> list[float]:
+        n = self.num_generations
+        if len(completions) % n:
+            raise SplitGroupError(f"batch of {len(completions)} completions is not a multiple of N={n}")
+        rewards, stats = [], []
+        for start in range(0, len(completions), n):
+            group_ids = set(id[start : start + n])
+            if len(group_ids) != 1:
+                raise SplitGroupError(f"completions {start}..{start + n - 1} mix prompts {sorted(group_ids)}")
+            parsed = [extract_choice(completion_text(c), list(options[start])) for c in completions[start : start + n]]
+            group_rewards = self.reward(parsed)
+            rewards.extend(group_rewards)
+            label = majority_answer(parsed)
+            stats.append(
+                {
+                    "reward_mean": sum(group_rewards) / n,
+                    "answer_entropy": answer_entropy(parsed),
+                    "majority_fraction": sum(a == label for a in parsed) / n if label is not None else 0.0,
+                    "unparsable_fraction": sum(a is None for a in parsed) / n,
+                    "rollout_accuracy": sum(a == answer[start] for a in parsed) / n,
+                    "majority_correct": float(label == answer[start]),
+                }
+            )
+        now = time.perf_counter()
+        record = {k: sum(s[k] for s in stats) / len(stats) for k in stats[0]}
+        mean = sum(rewards) / len(rewards)
+        record["reward_std"] = (sum((r - mean) ** 2 for r in rewards) / len(rewards)) ** 0.5
+        record["step"] = trainer_state.global_step if trainer_state is not None else len(self.records)
+        record["seconds"] = now - self._last_time
+        self._last_time = now
+        self.records.append(record)
+        return rewards
+
+
+class ProgressLog(TrainerCallback):
+    """One line per optimizer step in the job's log (the trainer's own tqdm bar goes to stderr)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs:
+            log.info("step %d/%d %s", state.global_step, state.max_steps, {k: round(v, 4) for k, v in logs.items() if isinstance(v, float)})
+
+
+def adaptation_dataset(manifest: pd.DataFrame, image_root: Path) -> Dataset:
+    """Conversational prompts + an `image` column: TRL inserts the image before the user text."""
+    from PIL import Image
+
+    return Dataset.from_dict(
+        {
+            "prompt": [[{"role": "user", "content": p}] for p in manifest["prompt"]],
+            "image": [Image.open(image_root / path).convert("RGB") for path in manifest["image"]],
+            "id": list(manifest["id"]),
+            "options": [list(o) for o in manifest["options"]],
+            "answer": list(manifest["answer"]),
+        }
+    )
+
+
+def grpo_config(out_dir: Path, hp: dict, seed: int) -> GRPOConfig:
+    """GRPOConfig from a preset's hyper-parameters; one prompt's N rollouts per optimizer step
+    unless `prompts_per_step` says otherwise."""
+    n = hp["num_generations"]
+    use_vllm = hp.get("rollout_backend", "auto")
+    if use_vllm == "auto":
+        use_vllm = "vllm" if torch.cuda.is_available() and _vllm_installed() else "hf"
+    return GRPOConfig(
+        output_dir=str(out_dir / "trainer"),
+        per_device_train_batch_size=n * hp.get("prompts_per_step", 1),
+        num_generations=n,
+        max_completion_length=hp["max_completion_length"],
+        temperature=hp["temperature"],
+        learning_rate=hp["learning_rate"],
+        lr_scheduler_type="cosine",
+        weight_decay=hp.get("weight_decay", 0.0),
+        max_grad_norm=hp.get("max_grad_norm", 1.0),
+        num_train_epochs=hp["epochs"],
+        beta=hp.get("kl_beta", 0.0),
+        scale_rewards=hp.get("scale_rewards", "group"),
+        use_vllm=use_vllm == "vllm",
+        vllm_mode="colocate",
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        remove_unused_columns=False,
+        use_cpu=not torch.cuda.is_available(),
+        bf16=torch.cuda.is_available(),
+        seed=seed,
+        disable_tqdm=False,
+    )
+
+
+def _vllm_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("vllm") is not None
+
+
+def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: dict, out_dir: Path, seed: int) -> pd.DataFrame:
+    """Run GRPO on `manifest`'s prompts with `method`'s reward; returns the per-step log."""
+    hp = method["hyperparameters"]
+    reward = GroupReward(method["reward"], method.get("reward_params", {}), hp["num_generations"])
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[reward],
+        args=grpo_config(out_dir, hp, seed),
+        train_dataset=adaptation_dataset(manifest, image_root),
+        processing_class=processor,
+        callbacks=[ProgressLog()],
+    )
+    trainer.train()
+    model.eval()  # the trainer leaves train mode on; predictions right after adapting need eval mode
+    return pd.DataFrame(reward.records)

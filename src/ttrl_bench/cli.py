@@ -1,0 +1,242 @@
+"""`ttrl-bench`: one subcommand per pipeline step. Every Snakemake rule calls one of these, so
+any single step can be rerun by hand with the command line printed in its log."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+log = logging.getLogger("ttrl_bench")
+
+
+def _n_adapt(value: str) -> int | str:
+    return value if value == "all" else int(value)
+
+
+def cmd_datasets_list(args) -> None:
+    from .datasets.registry import REGISTRY
+
+    width = max(map(len, REGISTRY))
+    for spec in REGISTRY.values():
+        print(f"{spec.name:<{width}}  {spec.task:<11}  {spec.metric:<9}  {spec.source}")
+
+
+def cmd_prepare_data(args) -> None:
+    from .datasets.prepare import prepare_dataset
+
+    stats = prepare_dataset(args.dataset, Path(args.out), args.seed, args.resolution_rule)
+    log.info("prepared %s: %s", args.dataset, stats)
+
+
+def cmd_build_demo_model(args) -> None:
+    from PIL import Image
+
+    from .datasets.prepare import load_manifest
+    from .models.tiny import build_demo_model
+
+    data_dir = Path(args.data)
+    rows = load_manifest(data_dir, "train").to_dict("records")
+    info = build_demo_model(
+        Path(args.out), rows, lambda r: Image.open(data_dir / r["image"]).convert("RGB"), args.steps, seed=args.seed
+    )
+    log.info("built demo model: %s", info)
+
+
+def _adaptation_samples(data_dir: Path, n_adapt, seed: int, sampling: str):
+    from .datasets.prepare import load_manifest
+    from .datasets.sampling import select_adaptation_samples
+
+    return select_adaptation_samples(load_manifest(data_dir, "test"), n_adapt, seed, sampling)
+
+
+def _run_identity(args, train_dataset: str, target_dataset: str) -> dict:
+    return {
+        "run_id": f"{args.model_name}/{args.method}/{train_dataset}/{target_dataset}/seed{args.seed}",
+        "model": args.model_name,
+        "method": args.method,
+        "train_dataset": train_dataset,
+        "target_dataset": target_dataset,
+        "n_adapt": args.n_adapt,
+        "sampling": args.sampling,
+        "seed": args.seed,
+    }
+
+
+def cmd_adapt(args) -> None:
+    from .adaptation.grpo import adapt
+    from .models.loading import load_model
+    from .runs.provenance import provenance
+
+    method = json.loads(args.method_json)
+    out = Path(args.out)
+    samples = _adaptation_samples(Path(args.data), args.n_adapt, args.seed, args.sampling)
+    log.info("adapting %s with %s on %d samples of %s", args.model_name, args.method, len(samples), args.dataset)
+    model, processor = load_model(args.model_source)
+    start = time.perf_counter()
+    train_log = adapt(model, processor, samples, Path(args.data), method, out, args.seed)
+    seconds = time.perf_counter() - start
+    model.save_pretrained(out / "model")
+    processor.save_pretrained(out / "model")
+    train_log.to_parquet(out / "train_log.parquet", index=False)
+    meta = {
+        **_run_identity(args, args.dataset, args.dataset),
+        "adapt_seconds": seconds,
+        "adapt_sample_ids": list(samples["id"]),
+        **provenance({"method": method, "model_source": args.model_source, "n_adapt": args.n_adapt,
+                      "sampling": args.sampling, "seed": args.seed}),
+    }
+    (out / "run.json").write_text(json.dumps(meta, indent=2, default=str))
+    log.info("adapted in %.1f s", seconds)
+
+
+def cmd_evaluate(args) -> None:
+    from .datasets.prepare import load_manifest
+    from .evaluation.evaluate import timed_evaluation
+    from .models.loading import load_model
+    from .runs.provenance import provenance
+
+    data_dir = Path(args.data)
+    test = load_manifest(data_dir, "test")
+    if args.exclude_adaptation_samples:
+        # Same exclusion for every method, zero-shot included, so a table's rows share one test set.
+        held_out = set(_adaptation_samples(data_dir, args.n_adapt, args.seed, args.sampling)["id"])
+        test = test[~test["id"].isin(held_out)].reset_index(drop=True)
+    extra = _run_identity(args, args.train_dataset, args.dataset)
+    adapt_meta = json.loads(Path(args.adapt_run).read_text()) if args.adapt_run else {}
+    extra["adapt_seconds"] = adapt_meta.get("adapt_seconds")
+    extra.update(provenance({**{k: v for k, v in extra.items() if k != "adapt_seconds"},
+                             "adapt_config_hash": adapt_meta.get("config_hash"),
+                             "max_new_tokens": args.max_new_tokens}))
+    model, processor = load_model(args.model_source)
+    timed_evaluation(model, processor, test, data_dir, Path(args.out), extra, args.max_new_tokens, args.batch_size)
+
+
+def cmd_ingest(args) -> None:
+    from .results.store import ingest
+
+    counts = ingest(Path(args.db), [Path(p) for p in args.eval_dirs], [Path(p) for p in args.adapt_dirs],
+                    [Path(p) for p in args.data_dirs])
+    print(json.dumps(counts))
+
+
+def cmd_render_tables(args) -> None:
+    from .results.store import query
+    from .results.tables import method_table, published_comparison, to_markdown
+
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = query(Path(args.db), "SELECT * FROM runs")
+    published = query(Path(args.db), "SELECT * FROM published")
+    ours = method_table(runs)
+    ours.to_csv(out / "ttrv_table1_layout.csv")
+    comparison = published_comparison(runs, published, "ttrv", 1, json.loads(args.model_names), json.loads(args.dataset_names))
+    comparison.to_csv(out / "ttrv_table1_vs_published.csv", index=False)
+    reproduced = int((comparison["status"] == "reproduced").sum())
+    (out / "ttrv_table1_layout.md").write_text(
+        "# Our runs in the layout of TTRV Table 1 (top-1 accuracy, %)\n\n" + to_markdown(ours)
+        + f"\n# TTRV Table 1: published vs ours ({reproduced} of {len(comparison)} cells reproduced)\n\n"
+        + to_markdown(comparison, index=False)
+    )
+    log.info("tables written to %s (%d of %d published cells reproduced)", out, reproduced, len(comparison))
+
+
+def cmd_plot_figures(args) -> None:
+    from .results.figures import accuracy_bars, training_curves
+    from .results.store import query
+
+    out = Path(args.out_dir)
+    accuracy_bars(query(Path(args.db), "SELECT * FROM runs"), out / "accuracy.png")
+    training_curves(query(Path(args.db), "SELECT * FROM train_log"), out / "training_curves.png")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ttrl-bench", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    datasets = sub.add_parser("datasets", help="the dataset registry")
+    datasets.add_argument("action", choices=["list"])
+    datasets.set_defaults(func=cmd_datasets_list)
+
+    p = sub.add_parser("prepare-data", help="step 1: filter, convert to MCQ, write manifest + prep_stats")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--resolution-rule", choices=["either_side", "area"], default="either_side")
+    p.set_defaults(func=cmd_prepare_data)
+
+    p = sub.add_parser("build-demo-model", help="the embedded default's tiny Qwen2.5-VL, built offline")
+    p.add_argument("--data", required=True, help="prepared demo dataset directory")
+    p.add_argument("--out", required=True)
+    p.add_argument("--steps", type=int, default=150, help="supervised warm-start steps")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_build_demo_model)
+
+    def run_args(p, dataset_flag: str) -> None:
+        p.add_argument("--model-source", required=True, help="Hub id or local directory")
+        p.add_argument("--model-name", required=True, help="the model's name in config and tables")
+        p.add_argument("--method", required=True)
+        p.add_argument(dataset_flag, dest="dataset", required=True)
+        p.add_argument("--data", required=True, help="prepared dataset directory")
+        p.add_argument("--n-adapt", type=_n_adapt, default=20)
+        p.add_argument("--sampling", default="random")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--out", required=True)
+
+    p = sub.add_parser("adapt", help="step 2: test-time RL with GRPO on a dataset's test prompts")
+    run_args(p, "--dataset")
+    p.add_argument("--method-json", required=True, help="resolved method preset (JSON)")
+    p.set_defaults(func=cmd_adapt)
+
+    p = sub.add_parser("evaluate", help="step 3: greedy evaluation on a dataset's test split")
+    run_args(p, "--dataset")
+    p.add_argument("--train-dataset", default="none", help="dataset the model was adapted on")
+    p.add_argument("--adapt-run", help="run.json of the adaptation job, for its timing and hash")
+    p.add_argument("--exclude-adaptation-samples", action="store_true")
+    p.add_argument("--max-new-tokens", type=int, default=6)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("ingest", help="step 4a: rebuild results/benchmark.duckdb from job outputs")
+    p.add_argument("--db", required=True)
+    p.add_argument("--eval-dirs", nargs="*", default=[])
+    p.add_argument("--adapt-dirs", nargs="*", default=[])
+    p.add_argument("--data-dirs", nargs="*", default=[])
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("render-tables", help="step 4b: paper-style tables beside the published numbers")
+    p.add_argument("--db", required=True)
+    p.add_argument("--out-dir", required=True)
+    p.add_argument("--model-names", default="{}", help="JSON: our model name -> paper's")
+    p.add_argument("--dataset-names", default="{}", help="JSON: our dataset name -> paper's")
+    p.set_defaults(func=cmd_render_tables)
+
+    p = sub.add_parser("plot-figures", help="step 4c: figures (PNG + PDF)")
+    p.add_argument("--db", required=True)
+    p.add_argument("--out-dir", required=True)
+    p.set_defaults(func=cmd_plot_figures)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    log.info("ttrl-bench %s", " ".join(sys.argv[1:] if argv is None else argv))
+    try:
+        args.func(args)
+    except (FileNotFoundError, KeyError, ValueError, OSError) as err:
+        log.error("%s", err)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Preprocessing shared by every dataset: resolution filter, 4-way MCQ conversion, prompts.
+
+Protocol: TTRV Appendix A ("Evaluation Protocol") and Appendix C (prompt wording), SPEC.md
+"Evaluation protocol".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from pathlib import Path
+
+from PIL import Image, UnidentifiedImageError
+
+LETTERS = "ABCD"
+
+# TTRV Appendix C, recognition prompt (ImageNet, Food101, Resisc45, ...). The paper prints it as
+# "<image> \n Look at ... extra text. \n Options:\nA. ...\nD. garbage truck." The image goes
+# first through the chat template; the text below is what follows it.
+RECOGNITION_INSTRUCTION = (
+    "Look at the given image and identify what it shows. Choose the correct answer from the "
+    "options below and respond with only the corresponding option letter (A, B, C, or D). "
+    "Do not include any explanation or extra text."
+)
+
+# Pixel limit of TTRV Appendix B / Table 8: "images larger than 1000x1000 are dropped".
+MAX_SIDE = 1000
+
+
+def image_size(path: Path) -> tuple[int, int]:
+    """(width, height) read from the file header: PIL's open() parses it and decodes nothing."""
+    with Image.open(path) as im:
+        return im.size
+
+
+def resolution_verdict(path: Path, rule: str = "either_side", max_side: int = MAX_SIDE) -> str:
+    """'kept', 'too_large' or 'unreadable' for one image file.
+
+    "Larger than 1000x1000" is ambiguous, so both readings are offered: `either_side` (default:
+    width > 1000 or height > 1000) and `area` (width * height > 1000 * 1000).
+    """
+    try:
+        width, height = image_size(path)
+    except (UnidentifiedImageError, OSError, ValueError):
+        return "unreadable"
+    if rule == "either_side":
+        too_large = width > max_side or height > max_side
+    elif rule == "area":
+        too_large = width * height > max_side * max_side
+    else:
+        raise ValueError(f"resolution rule must be 'either_side' or 'area', got {rule!r}")
+    return "too_large" if too_large else "kept"
+
+
+def sample_rng(seed: int, dataset: str, sample_id: str) -> random.Random:
+    """A generator seeded by (global seed, dataset, sample id) alone, so options never change
+    between runs, machines or the order in which samples are processed."""
+    digest = hashlib.sha256(f"{seed}|{dataset}|{sample_id}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def mcq_options(true_class: str, classes: list[str], rng: random.Random) -> tuple[list[str], str]:
+    """True class + 3 distinct other classes, shuffled; returns (options, correct letter)."""
+    others = sorted(c for c in set(classes) if c != true_class)
+    if len(others) < 3:
+        raise ValueError(f"4-way MCQ needs at least 4 distinct classes, got {len(others) + 1}")
+    options = [true_class] + rng.sample(others, 3)
+    rng.shuffle(options)
+    return options, LETTERS[options.index(true_class)]
+
+
+def recognition_prompt(options: list[str]) -> str:
+    lines = [f"{letter}. {option}" for letter, option in zip(LETTERS, options)]
+    return RECOGNITION_INSTRUCTION + "\nOptions:\n" + "\n".join(lines) + "."

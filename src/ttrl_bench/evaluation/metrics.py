@@ -1,0 +1,31 @@
+"""Metrics on parsed predictions (SPEC.md "Evaluation protocol")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def accuracy(preds: Sequence, golds: Sequence) -> float:
+    """Fraction correct in percent; an unparsable prediction (None) is wrong."""
+    if len(preds) != len(golds):
+        raise ValueError(f"accuracy: {len(preds)} predictions but {len(golds)} gold answers")
+    if not golds:
+        raise ValueError("accuracy of an empty set is undefined")
+    return 100.0 * sum(p is not None and p == g for p, g in zip(preds, golds)) / len(golds)
+
+
+def smape_score(preds: Sequence[float | None], golds: Sequence[float]) -> float:
+    """1 - sMAPE in [0, 1] (Capture, TTRV Appendix A), sMAPE as in the CAPTURe authors'
+    compute_smape.py: mean over samples of |p - g| / (|p| + |g|); an unparsable answer counts 1
+    and p = g = 0 counts 0."""
+    if len(preds) != len(golds) or not golds:
+        raise ValueError(f"smape_score: {len(preds)} predictions for {len(golds)} gold answers")
+    errors = []
+    for p, g in zip(preds, golds):
+        if p is None:
+            errors.append(1.0)
+        elif p == g:
+            errors.append(0.0)
+        else:
+            errors.append(abs(p - g) / (abs(p) + abs(g)))
+    return 1.0 - sum(errors) / len(errors)

@@ -1,0 +1,37 @@
+"""Load a VLM by Hub id or local path, the same way for the demo model and the papers' models
+(InternVL3-2B/8B, InternVL2.5-4B in TTRV; Qwen2.5-VL-7B / VisionReasoner-7B in VR-TTRL)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForImageTextToText, AutoProcessor
+
+
+def resolve_model_source(source: str) -> str:
+    """A local directory is used as is; anything else must be a Hub id, which needs the network
+    or a populated HF cache. Fail early with the key to set rather than deep inside transformers."""
+    if Path(source).exists():
+        return str(source)
+    if os.environ.get("HF_HUB_OFFLINE") == "1" and "/" not in source:
+        raise FileNotFoundError(f"model {source!r}: not a local path and not a Hub id (set `models.<name>.source`)")
+    return source
+
+
+def load_model(source: str, device: str | None = None, dtype: str = "auto"):
+    """(model, processor) through AutoProcessor / AutoModelForImageTextToText."""
+    path = resolve_model_source(source)
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    torch_dtype = {"auto": "auto", "bf16": torch.bfloat16, "fp32": torch.float32}[dtype]
+    try:
+        processor = AutoProcessor.from_pretrained(path)
+        model = AutoModelForImageTextToText.from_pretrained(path, dtype=torch_dtype)
+    except OSError as err:
+        raise OSError(
+            f"could not load model {source!r}: {err}\n"
+            "Without network access, point the config key `models.<name>.source` at a local copy."
+        ) from err
+    processor.tokenizer.padding_side = "left"  # decoder-only batched generation pads on the left
+    return model.to(device).eval(), processor

@@ -1,0 +1,26 @@
+"""Shared fixtures: the demo dataset and a barely-trained tiny Qwen2.5-VL, built once per session."""
+
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from ttrl_bench.datasets.prepare import load_manifest, prepare_dataset
+from ttrl_bench.models.tiny import build_demo_model
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def demo_data(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("data") / "demo-digits"
+    prepare_dataset("demo-digits", out, seed=0)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(demo_data, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("models") / "tiny"
+    rows = load_manifest(demo_data, "train").to_dict("records")
+    build_demo_model(out, rows, lambda r: Image.open(demo_data / r["image"]).convert("RGB"), steps=5, seed=0)
+    return out

@@ -1,0 +1,66 @@
+"""GRPO adaptation through TRL on the tiny model (CPU), and the group-integrity guard."""
+
+import pytest
+
+from ttrl_bench.adaptation.grpo import GroupReward, SplitGroupError, adapt
+from ttrl_bench.adaptation.presets import METHOD_NAMES, resolve_method
+from ttrl_bench.datasets.prepare import load_manifest
+from ttrl_bench.datasets.sampling import select_adaptation_samples
+from ttrl_bench.models.loading import load_model
+
+TWO_STEPS = {"num_generations": 4, "max_completion_length": 3, "epochs": 1, "prompts_per_step": 1, "learning_rate": 1e-3}
+
+
+def _completions(texts):
+    return [[{"role": "assistant", "content": t}] for t in texts]
+
+
+def test_group_reward_parses_and_scores_each_group():
+    reward = GroupReward("majority_vote", {}, num_generations=4)
+    options = [["zero", "one", "two", "three"]] * 8
+    rewards = reward(
+        prompts=None,
+        completions=_completions(["A", "A", "B", "junk", "two", "C", "D", "C"]),
+        id=["x"] * 4 + ["y"] * 4,
+        options=options,
+        answer=["A"] * 4 + ["D"] * 4,
+    )
+    # group x: majority A; group y: "two" is option C, so C wins 3 to 1
+    assert rewards == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0]
+    record = reward.records[0]
+    assert record["rollout_accuracy"] == pytest.approx((2 / 4 + 1 / 4) / 2)
+    assert record["majority_correct"] == pytest.approx(0.5)
+    assert record["unparsable_fraction"] == pytest.approx((1 / 4 + 0) / 2)
+
+
+def test_split_group_is_refused():
+    reward = GroupReward("ttrv", {}, num_generations=4)
+    with pytest.raises(SplitGroupError, match="mix prompts"):
+        reward(prompts=None, completions=_completions(["A"] * 4), id=["x", "x", "y", "y"],
+               options=[["a", "b", "c", "d"]] * 4, answer=["A"] * 4)
+    with pytest.raises(SplitGroupError, match="multiple of N=4"):
+        reward(prompts=None, completions=_completions(["A"] * 6), id=["x"] * 6,
+               options=[["a", "b", "c", "d"]] * 6, answer=["A"] * 6)
+
+
+def test_unknown_method_and_hyperparameter_are_named():
+    with pytest.raises(KeyError, match="unknown method 'ttrv2'"):
+        resolve_method("ttrv2")
+    with pytest.raises(KeyError, match="learning_rat"):
+        resolve_method("ttrv", {"learning_rat": 1.0})
+    assert resolve_method("zero-shot") is None
+    assert resolve_method("ttrv", {"num_generations": 4})["hyperparameters"]["num_generations"] == 4
+    assert resolve_method("ttrv")["hyperparameters"]["learning_rate"] == 5e-7  # TTRV Appendix A
+
+
+@pytest.mark.parametrize("method", [m for m in METHOD_NAMES if m != "zero-shot"])
+def test_two_grpo_steps_of_every_method(method, demo_data, tiny_model_dir, tmp_path):
+    model, processor = load_model(str(tiny_model_dir))
+    samples = select_adaptation_samples(load_manifest(demo_data, "test"), 2, seed=0)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    log = adapt(model, processor, samples, demo_data, resolve_method(method, TWO_STEPS), tmp_path, seed=0)
+    assert list(log["step"]) == [0, 1]
+    assert log[["reward_mean", "answer_entropy", "rollout_accuracy"]].notna().all().all()
+    changed = any(not p.detach().equal(before[n]) for n, p in model.named_parameters())
+    # A group whose rewards are all equal has zero advantages and leaves the weights alone.
+    assert changed == (log["reward_std"] > 0).any()

@@ -1,0 +1,94 @@
+"""The DuckDB store and the paper-style tables."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from ttrl_bench.results.store import ingest, query
+from ttrl_bench.results.tables import method_table, published_comparison, to_markdown
+
+
+def _run(model, method, train, target, value, seed=0):
+    return {"model": model, "method": method, "train_dataset": train, "target_dataset": target, "value": value, "seed": seed}
+
+
+@pytest.fixture
+def runs():
+    return pd.DataFrame(
+        [
+            _run("m", "zero-shot", "none", "dtd", 40.0),
+            _run("m", "zero-shot", "none", "food", 60.0),
+            _run("m", "ttrv", "dtd", "dtd", 55.0),
+            _run("m", "ttrv", "food", "food", 59.0),
+            _run("m", "ttrv", "dtd", "food", 99.0),  # cross-dataset: not in Table 1
+        ]
+    )
+
+
+def test_method_table_has_base_method_and_delta_rows(runs):
+    table = method_table(runs)
+    assert list(table.index) == ["m", "w/ TTRV", "Δ TTRV"]
+    assert list(table.columns) == ["dtd", "food", "Mean"]
+    assert table.loc["m"].tolist() == [40.0, 60.0, 50.0]
+    assert table.loc["w/ TTRV"].tolist() == [55.0, 59.0, 57.0]
+    assert table.loc["Δ TTRV"].tolist() == [15.0, -1.0, 7.0]
+
+
+def test_published_comparison_marks_reproduced_cells(runs):
+    published = pd.DataFrame(
+        [
+            {"paper": "ttrv", "table": 1, "model": "InternVL3-2B", "method": "zero-shot", "dataset": "DTD", "metric": "top1_acc", "value": 30.0},
+            {"paper": "ttrv", "table": 1, "model": "InternVL3-2B", "method": "ttrv", "dataset": "DTD", "metric": "top1_acc", "value": 56.5},
+            {"paper": "ttrv", "table": 1, "model": "InternVL3-2B", "method": "ttrv", "dataset": "Mean", "metric": "top1_acc", "value": 60.0},
+            {"paper": "ttrv", "table": 1, "model": "GPT-4o", "method": "zero-shot", "dataset": "DTD", "metric": "top1_acc", "value": 92.3},
+        ]
+    )
+    out = published_comparison(runs, published, "ttrv", 1, {"m": "InternVL3-2B"}, {"dtd": "DTD", "food": "Food101"})
+    assert out["status"].tolist() == ["reproduced", "reproduced", "reproduced", "not run"]
+    assert out["ours"].tolist()[:3] == [40.0, 55.0, 57.0]  # Mean over our in-domain datasets
+    assert out["delta"].tolist()[:3] == pytest.approx([10.0, -1.5, -3.0])
+
+
+def test_markdown_renders_missing_values_as_dash():
+    md = to_markdown(pd.DataFrame({"a": [1.234, float("nan")], "b": ["x", None]}), index=False)
+    assert md.splitlines() == ["| a | b |", "|---|---|", "| 1.23 | x |", "| – | – |"]
+
+
+def _write_job_outputs(root, value):
+    eval_dir = root / "eval"
+    eval_dir.mkdir(parents=True)
+    metrics = {
+        "run_id": "m/zero-shot/none/d/seed0", "model": "m", "method": "zero-shot", "train_dataset": "none",
+        "target_dataset": "d", "n_adapt": 20, "sampling": "random", "seed": 0, "metric": "accuracy",
+        "value": value, "n": 2, "n_unparsable": 1, "eval_seconds": 0.1, "config_hash": "abc",
+        "git_revision": "deadbeef", "versions": {"torch": "x"},
+    }
+    (eval_dir / "metrics.json").write_text(json.dumps(metrics))
+    pd.DataFrame({"id": ["a", "b"], "raw_output": ["A", "?"], "parsed": ["A", None], "gold": ["A", "B"],
+                  "correct": [True, False], "parse_failure": [False, True]}).to_parquet(eval_dir / "predictions.parquet")
+    data_dir = root / "data"
+    data_dir.mkdir()
+    (data_dir / "prep_stats.json").write_text(json.dumps(
+        {"dataset": "d", "original": 3, "kept": 2, "dropped": {"too_large": 1}, "resolution_rule": "either_side"}))
+    return eval_dir, data_dir
+
+
+def test_ingest_is_idempotent_and_loads_the_published_numbers(tmp_path):
+    eval_dir, data_dir = _write_job_outputs(tmp_path, 50.0)
+    db = tmp_path / "benchmark.duckdb"
+    first = ingest(db, [eval_dir], [], [data_dir])
+    second = ingest(db, [eval_dir], [], [data_dir])
+    assert first == second == {"runs": 1, "predictions": 2, "prep_stats": 1, "published": 587}
+    assert query(db, "SELECT value FROM runs")["value"].tolist() == [50.0]
+    assert query(db, "SELECT count(*) AS n FROM published WHERE paper = 'ttrv' AND \"table\" = 1")["n"][0] == 126
+
+
+def test_ingest_of_a_corrupt_job_file_names_it_and_keeps_the_old_store(tmp_path):
+    eval_dir, data_dir = _write_job_outputs(tmp_path, 50.0)
+    db = tmp_path / "benchmark.duckdb"
+    ingest(db, [eval_dir], [], [data_dir])
+    (eval_dir / "metrics.json").write_text("{truncated")
+    with pytest.raises(ValueError, match="metrics.json: not valid JSON"):
+        ingest(db, [eval_dir], [], [data_dir])
+    assert query(db, "SELECT count(*) AS n FROM runs")["n"][0] == 1

@@ -1,0 +1,131 @@
+"""Rewards against values worked out by hand (comments show the arithmetic)."""
+
+import math
+
+import pytest
+
+from ttrl_bench.rewards.registry import get_reward
+from ttrl_bench.rewards.voting import (
+    answer_entropy,
+    dare,
+    majority_answer,
+    majority_vote,
+    random_reward,
+    ttrv,
+    ttrv_diversity_only,
+    ttrv_frequency_only,
+)
+
+# H of (1/2, 1/4, 1/4) = 1/2 ln 2 + 2 * 1/4 ln 4 = 0.346574 + 0.693147
+H_HALF_QUARTER_QUARTER = 1.0397208
+
+
+def test_majority_vote_rewards_the_most_frequent_answer():
+    assert majority_vote(["A", "B", "A", None]) == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_majority_vote_tie_goes_to_the_first_answer_seen():
+    assert majority_answer(["B", "A", "A", "B"]) == "B"
+    assert majority_vote(["B", "A", "A", "B"]) == [1.0, 0.0, 0.0, 1.0]
+
+
+def test_majority_vote_all_unparsable_gets_nothing():
+    assert majority_answer([None, None, None]) is None
+    assert majority_vote([None, None, None]) == [0.0, 0.0, 0.0]
+
+
+def test_answer_entropy():
+    assert answer_entropy(["A", "A", "B", "C"]) == pytest.approx(H_HALF_QUARTER_QUARTER)
+    assert answer_entropy(["A"] * 5) == 0.0
+    assert answer_entropy(["A", None]) == pytest.approx(math.log(2))
+
+
+def test_ttrv_paper_formula():
+    # p(A) = .5, p(B) = p(C) = .25; r = p - 0.75 * 1.0397208 = p - 0.7797906
+    rewards = ttrv(["A", "A", "B", "C"])
+    assert rewards == pytest.approx([-0.2797906, -0.2797906, -0.5297906, -0.5297906])
+
+
+def test_ttrv_normalized_entropy_as_in_authors_code():
+    # H / ln 3 = 1.0397208 / 1.0986123 = 0.9463946; 0.75 * that = 0.7097960
+    rewards = ttrv(["A", "A", "B", "C"], entropy="normalized")
+    assert rewards == pytest.approx([-0.2097960, -0.2097960, -0.4597960, -0.4597960])
+
+
+def test_ttrv_single_answer_group_has_no_diversity_penalty():
+    assert ttrv(["D"] * 4) == [1.0] * 4
+    assert ttrv(["D"] * 4, entropy="normalized") == [1.0] * 4
+
+
+def test_ttrv_unparsable_completions_get_no_frequency_reward():
+    # outcomes A: 2, None: 2 -> H = ln 2 = 0.693147; 0.75 H = 0.519860
+    assert ttrv(["A", "A", None, None]) == pytest.approx([-0.019860, -0.019860, -0.519860, -0.519860], abs=1e-6)
+
+
+def test_ttrv_ablations_split_the_reward():
+    answers = ["A", "A", "B", "C"]
+    assert ttrv_frequency_only(answers) == [0.5, 0.5, 0.25, 0.25]
+    assert ttrv_diversity_only(answers) == pytest.approx([-0.7797906] * 4)
+
+
+def test_ttrv_rejects_unknown_entropy_variant():
+    with pytest.raises(ValueError, match="entropy"):
+        ttrv(["A"], entropy="bits")
+
+
+def test_dare_worked_example():
+    # n(A) = 3, u(A) = .2 -> 15; n(B) = 1, u(B) = .6 -> 1.6667; p_hat = .9 / .1
+    # bonus A = (1 - 3/4)(1 - .2) = .2, bonus B = (1 - 1/4)(1 - .6) = .3
+    # r_A = .9 + .5 * .2 = 1.0; r_B = .1 + .5 * .3 = .25
+    rewards = dare(["A", "A", "A", "B"], [0.2, 0.2, 0.2, 0.6], alpha=0.5, tau=0.05)
+    assert rewards == pytest.approx([1.0, 1.0, 1.0, 0.25])
+
+
+def test_dare_pruning_drops_rare_answers_and_renormalises():
+    # tau = .2 prunes B (p_hat .1); A alone: p_tilde = 1, N' = 3, bonus (1 - 3/3) * .8 = 0
+    rewards = dare(["A", "A", "A", "B"], [0.2, 0.2, 0.2, 0.6], alpha=0.5, tau=0.2)
+    assert rewards == pytest.approx([1.0, 1.0, 1.0, 0.0])
+
+
+def test_dare_uncertainty_is_averaged_per_answer_and_none_gets_zero():
+    # u(A) = (.1 + .3) / 2 = .2 -> weight 10; u(B) = .5 -> 2; p_hat = 10/12, 2/12 (N' = 3)
+    # bonus A = (1 - 2/3)(.8) = .266667; B = (1 - 1/3)(.5) = .333333
+    rewards = dare(["A", "A", "B", None], [0.1, 0.3, 0.5, 0.9], alpha=1.0, tau=0.0)
+    assert rewards == pytest.approx([10 / 12 + 0.8 / 3, 10 / 12 + 0.8 / 3, 2 / 12 + 1 / 3, 0.0])
+
+
+def test_dare_rejects_unnormalised_uncertainty():
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        dare(["A"], [2.3])
+    with pytest.raises(ValueError, match="uncertainties"):
+        dare(["A", "B"], [0.1])
+
+
+def test_random_reward_is_seeded_bernoulli():
+    draws = random_reward([None] * 64, seed=3)
+    assert draws == random_reward([None] * 64, seed=3)
+    assert set(draws) == {0.0, 1.0}
+    assert draws != random_reward([None] * 64, seed=4)
+
+
+def test_registry_builds_rewards_by_name():
+    assert get_reward("ttrv", alpha=0.0)(["A", "B"]) == [0.5, 0.5]
+    random_groups = get_reward("random", seed=0)
+    first, second = random_groups([None] * 32), random_groups([None] * 32)
+    assert first != second  # each group draws from its own seed
+    with pytest.raises(KeyError, match="unknown reward 'nope'"):
+        get_reward("nope")
+    with pytest.raises(TypeError, match="bad reward_params"):
+        get_reward("majority_vote", alpha=1)
+
+
+def _group_advantages(rewards, eps=1e-4):
+    mean = sum(rewards) / len(rewards)
+    std = (sum((r - mean) ** 2 for r in rewards) / (len(rewards) - 1)) ** 0.5
+    return [(r - mean) / (std + eps) for r in rewards]
+
+
+def test_ttrv_diversity_term_cancels_in_group_normalised_advantages():
+    # SPEC.md: -alpha * H is constant within a group, so GRPO's group centring removes it.
+    for answers in (["A", "A", "B", "C"], ["A", "B", "B", "B", None, "D"]):
+        assert _group_advantages(ttrv(answers)) == pytest.approx(_group_advantages(ttrv_frequency_only(answers)))

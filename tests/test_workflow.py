@@ -1,0 +1,99 @@
+"""The whole pipeline through Snakemake, on a copy of the repository in a temp dir."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ttrl_bench.results.store import query
+
+REPO = Path(__file__).resolve().parents[1]
+WORKFLOW_FILES = ["Snakefile", "rules", "config", "workflow", "envs", "src"]
+
+
+def _copy_workflow(dest: Path) -> Path:
+    for name in WORKFLOW_FILES:
+        src = REPO / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, dest / name)
+    return dest
+
+
+def _snakemake(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory) -> Path:
+    """The README's main job: the embedded default, end to end."""
+    work = _copy_workflow(tmp_path_factory.mktemp("workflow"))
+    _snakemake(work, "--cores", "2", "--workflow-profile", "workflow/profiles/default")
+    return work
+
+
+@pytest.mark.workflow
+def test_demo_produces_store_tables_and_figures(demo_run):
+    db = demo_run / "results" / "benchmark.duckdb"
+    runs = query(db, "SELECT model, method, train_dataset, target_dataset, n, value FROM runs ORDER BY method")
+    assert runs["method"].tolist() == ["ttrl-majority", "ttrv", "zero-shot"]
+    # 597 demo test images minus the 20 adaptation samples, the same set for every row
+    assert runs["n"].tolist() == [577, 577, 577]
+    assert runs["value"].between(0, 100).all()
+    assert query(db, "SELECT count(*) AS n FROM predictions")["n"][0] == 3 * 577
+    # 2 methods x 4 epochs x 20 prompts, one prompt per step
+    assert query(db, "SELECT count(*) AS n FROM train_log")["n"][0] == 2 * 80
+    prep = query(db, "SELECT original, kept FROM prep_stats")
+    assert prep.values.tolist() == [[1797, 1797]]
+    table = (demo_run / "results/tables/ttrv_table1_layout.md").read_text()
+    assert "| w/ TTRV |" in table and "| Δ TTRL |" in table
+    assert "0 of 126 cells reproduced" in table
+    for figure in ("accuracy", "training_curves"):
+        assert (demo_run / f"results/figures/{figure}.png").stat().st_size > 10_000
+        assert (demo_run / f"results/figures/{figure}.pdf").exists()
+    # adapted weights are temp(): gone once evaluated
+    assert not (demo_run / "results/adapt/demo/ttrv/demo-digits/seed0/model").exists()
+
+
+@pytest.mark.workflow
+def test_every_rule_logs(demo_run):
+    for rule in ("prepare_data", "build_demo_model", "adapt", "evaluate"):
+        logs = list((demo_run / "logs" / rule).rglob("*.log"))
+        assert logs and all(log.stat().st_size > 0 for log in logs), rule
+    for rule in ("ingest_results", "render_tables", "plot_figures"):
+        assert (demo_run / "logs" / f"{rule}.log").exists()
+
+
+@pytest.mark.workflow
+def test_rerun_has_nothing_to_do_and_report_builds(demo_run):
+    assert "Nothing to be done" in _snakemake(demo_run, "--cores", "1", "-n").stdout
+    _snakemake(demo_run, "--report", "results/report.html")
+    assert "training_curves.png" in (demo_run / "results/report.html").read_text(errors="replace")
+
+
+def test_lint_is_clean(tmp_path):
+    result = _snakemake(_copy_workflow(tmp_path), "--lint", check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    "bad_config, named",
+    [
+        ("learning_rat: 1", "learning_rat"),
+        ("methods: [zero-shot, ttrvv]", "ttrvv"),
+        ("datasets: [imagenet-9k]", "imagenet-9k"),
+        ("adaptation: {n_samples: twenty}", "twenty"),
+    ],
+)
+def test_config_errors_stop_before_any_job(tmp_path, bad_config, named):
+    work = _copy_workflow(tmp_path)
+    (work / "bad.yaml").write_text(bad_config + "\n")
+    result = _snakemake(work, "--cores", "1", "--configfile", "bad.yaml", check=False)
+    assert result.returncode != 0
+    assert named in result.stdout + result.stderr
+    assert not (work / "results").exists()
