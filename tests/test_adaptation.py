@@ -1,5 +1,7 @@
 """GRPO adaptation through TRL on the tiny model (CPU), and the group-integrity guard."""
 
+import math
+
 import pytest
 
 from ttrl_bench.adaptation.grpo import GroupReward, SplitGroupError, adapt
@@ -64,3 +66,34 @@ def test_two_grpo_steps_of_every_method(method, demo_data, tiny_model_dir, tmp_p
     changed = any(not p.detach().equal(before[n]) for n, p in model.named_parameters())
     # A group whose rewards are all equal has zero advantages and leaves the weights alone.
     assert changed == (log["reward_std"] > 0).any()
+
+
+def test_uncertainty_normalisation():
+    from ttrl_bench.adaptation.grpo import normalise_uncertainty
+    import math
+
+    # log(100) = 4.6052: 2.3026 nats is half the maximum entropy of a 100-token vocabulary
+    assert normalise_uncertainty([2.302585, 0.0], 100, "vocab") == pytest.approx([0.5, 0.0])
+    assert normalise_uncertainty([1.0, 2.0, 3.0], 100, "minmax") == [0.0, 0.5, 1.0]
+    assert normalise_uncertainty([1.0, 1.0], 100, "minmax") == [0.0, 0.0]
+    assert normalise_uncertainty([math.log(100) * 2], 100, "vocab") == [1.0]
+    with pytest.raises(ValueError, match="vocab"):
+        normalise_uncertainty([1.0], 100, "zscore")
+
+
+def test_completion_entropies_of_a_uniform_policy_are_log_v(tiny_model_dir, demo_data):
+    """The entropy helper reads the right logits: check it against a policy whose outputs we control."""
+    import torch
+    from PIL import Image
+    from ttrl_bench.adaptation.grpo import completion_entropies
+
+    model, processor = load_model(str(tiny_model_dir))
+    sample = load_manifest(demo_data, "test").iloc[0]
+    image = Image.open(demo_data / sample["image"]).convert("RGB")
+    vocab = model.config.get_text_config().vocab_size
+    with torch.no_grad():
+        model.lm_head.weight.zero_()  # tied to the embeddings: every logit 0 -> uniform
+    model.config.tie_word_embeddings = True
+    entropies = completion_entropies(model, processor, sample["prompt"], image, [[20, 21, 22], [30], []])
+    assert entropies[:2] == pytest.approx([math.log(vocab)] * 2, rel=1e-5)
+    assert entropies[2] == 0.0

@@ -129,3 +129,15 @@ def test_ttrv_diversity_term_cancels_in_group_normalised_advantages():
     # SPEC.md: -alpha * H is constant within a group, so GRPO's group centring removes it.
     for answers in (["A", "A", "B", "C"], ["A", "B", "B", "B", None, "D"]):
         assert _group_advantages(ttrv(answers)) == pytest.approx(_group_advantages(ttrv_frequency_only(answers)))
+
+
+def test_registry_marks_dare_as_needing_uncertainty_and_builds_consensus():
+    reward = get_reward("dare", alpha=0.5, tau=0.05)
+    assert reward.needs_uncertainty
+    assert reward(["A", "A", "A", "B"], uncertainties=[0.2, 0.2, 0.2, 0.6]) == pytest.approx([1.0, 1.0, 1.0, 0.25])
+    box = [{"bbox_2d": [0, 0, 10, 10], "point_2d": [5, 5]}]
+    far = [{"bbox_2d": [50, 50, 60, 60], "point_2d": [55, 55]}]
+    assert get_reward("vr_ttrl_consensus")([box, box, far]) == [3.0, 3.0, 0.0]
+    assert get_reward("vr_ttrl_consensus", anti=True)([box, box, far]) == [0.0, 0.0, 3.0]
+    with pytest.raises(TypeError, match="thresholds"):
+        get_reward("vr_ttrl_consensus", thresholds="tight")

@@ -153,6 +153,24 @@ def cmd_plot_figures(args) -> None:
     training_curves(query(Path(args.db), "SELECT * FROM train_log"), out / "training_curves.png")
 
 
+def cmd_audit_reward(args) -> None:
+    from .adaptation.presets import PRESETS
+    from .results.figures import advantage_audit
+    from .results.tables import to_markdown
+    from .rewards.audit import audit, rewards_by_method, sample_groups
+
+    groups = sample_groups(args.groups, args.num_generations, args.seed)
+    methods = {m: {"reward": p["reward"], "params": p["reward_params"]} for m, p in PRESETS.items() if p}
+    table = audit(groups, methods)
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "reward_audit.csv", index=False)
+    print(to_markdown(table, index=False, digits=4))
+    flat = rewards_by_method(groups, {k: methods[k] for k in ("ttrv", "ttrv-no-diversity")})
+    advantage_audit(flat["ttrv-no-diversity"], flat["ttrv"], args.num_generations, out / "reward_audit.png")
+    log.info("reward audit written to %s", out)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ttrl-bench", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -214,6 +232,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model-names", default="{}", help="JSON: our model name -> paper's")
     p.add_argument("--dataset-names", default="{}", help="JSON: our dataset name -> paper's")
     p.set_defaults(func=cmd_render_tables)
+
+    p = sub.add_parser("audit-reward", help="advantages each method's reward gives GRPO (TTRV diversity term)")
+    p.add_argument("--groups", type=int, default=256, help="sampled prompts")
+    p.add_argument("--num-generations", type=int, default=32, help="completions per prompt (TTRV: 32)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out-dir", default="results/audit")
+    p.set_defaults(func=cmd_audit_reward)
 
     p = sub.add_parser("plot-figures", help="step 4c: figures (PNG + PDF)")
     p.add_argument("--db", required=True)

@@ -4,6 +4,7 @@ group reward, GRPO updates. Methods are presets (presets.py) of this one trainer
 from __future__ import annotations
 
 import logging
+import math
 import time
 from pathlib import Path
 
@@ -31,6 +32,43 @@ def completion_text(completion) -> str:
     return completion
 
 
+@torch.no_grad()
+def completion_entropies(model, processor, prompt_text: str, image, completion_ids: list[list[int]]) -> list[float]:
+    """Mean token entropy (nats) of each completion of one prompt under the current policy: one
+    forward pass over prompt + completion (SPEC.md, DARE: "a forward pass of the policy")."""
+    from ..generation.hf import chat_prompt
+
+    encoded = processor(text=[chat_prompt(processor, prompt_text)], images=[image], return_tensors="pt")
+    prompt_ids = encoded["input_ids"][0]
+    n, p, longest = len(completion_ids), len(prompt_ids), max(1, max(map(len, completion_ids)))
+    input_ids = torch.full((n, p + longest), processor.tokenizer.pad_token_id, dtype=torch.long)
+    attention = torch.zeros_like(input_ids)
+    for i, ids in enumerate(completion_ids):
+        input_ids[i, :p] = prompt_ids
+        input_ids[i, p : p + len(ids)] = torch.as_tensor(ids, dtype=torch.long)
+        attention[i, : p + len(ids)] = 1
+    logits = model(
+        input_ids=input_ids.to(model.device),
+        attention_mask=attention.to(model.device),
+        pixel_values=encoded["pixel_values"].repeat(n, 1).to(model.device),
+        image_grid_thw=encoded["image_grid_thw"].repeat(n, 1).to(model.device),
+    ).logits[:, p - 1 : p - 1 + longest].float()
+    logp = logits.log_softmax(-1)
+    entropy = -(logp.exp() * logp).sum(-1)  # (n, longest)
+    return [float(entropy[i, : len(ids)].mean()) if len(ids) else 0.0 for i, ids in enumerate(completion_ids)]
+
+
+def normalise_uncertainty(entropies: list[float], vocab_size: int, how: str) -> list[float]:
+    """Entropies (nats) -> [0, 1], as DARE's bonus (1 - u) needs: "vocab" divides by log |V|
+    (the maximum entropy of one token), "minmax" rescales within the group."""
+    if how == "vocab":
+        return [min(1.0, h / math.log(vocab_size)) for h in entropies]
+    if how == "minmax":
+        lo, hi = min(entropies), max(entropies)
+        return [0.0 if hi == lo else (h - lo) / (hi - lo) for h in entropies]
+    raise ValueError(f"uncertainty normalisation must be 'vocab' or 'minmax', got {how!r}")
+
+
 class GroupReward:
     """Adapts a group reward (answers -> rewards) to TRL's reward-function signature.
 
@@ -41,13 +79,24 @@ class GroupReward:
     """
 
     def __init__(self, name: str, params: dict, num_generations: int):
+        params = dict(params)
+        self.uncertainty_norm = params.pop("uncertainty", "vocab")
         self.reward = get_reward(name, **params)
+        self.needs_uncertainty = getattr(self.reward, "needs_uncertainty", False)
+        self.policy = None  # (model, processor), set by `adapt` for rewards that need uncertainty
         self.num_generations = num_generations
         self.records: list[dict] = []
         self._last_time = time.perf_counter()
         self.__name__ = name  # TRL names the logged reward column after the function
 
-    def __call__(self, prompts, completions, id, options, answer, trainer_state=None, **_) -> list[float]:
+    def _uncertainties(self, start: int, question, image, completion_ids) -> list[float]:
+        model, processor = self.policy
+        ids = completion_ids[start : start + self.num_generations]
+        entropies = completion_entropies(model, processor, question[start], image[start], ids)
+        return normalise_uncertainty(entropies, model.config.get_text_config().vocab_size, self.uncertainty_norm)
+
+    def __call__(self, prompts, completions, id, options, answer, trainer_state=None, completion_ids=None,
+                 question=None, image=None, **_) -> list[float]:
         n = self.num_generations
         if len(completions) % n:
             raise SplitGroupError(f"batch of {len(completions)} completions is not a multiple of N={n}")
@@ -57,7 +106,11 @@ class GroupReward:
             if len(group_ids) != 1:
                 raise SplitGroupError(f"completions {start}..{start + n - 1} mix prompts {sorted(group_ids)}")
             parsed = [extract_choice(completion_text(c), list(options[start])) for c in completions[start : start + n]]
-            group_rewards = self.reward(parsed)
+            if self.needs_uncertainty:
+                uncertainties = self._uncertainties(start, question, image, completion_ids)
+                group_rewards = self.reward(parsed, uncertainties=uncertainties)
+            else:
+                group_rewards = self.reward(parsed)
             rewards.extend(group_rewards)
             label = majority_answer(parsed)
             stats.append(
@@ -97,6 +150,7 @@ def adaptation_dataset(manifest: pd.DataFrame, image_root: Path) -> Dataset:
         {
             "prompt": [[{"role": "user", "content": p}] for p in manifest["prompt"]],
             "image": [Image.open(image_root / path).convert("RGB") for path in manifest["image"]],
+            "question": list(manifest["prompt"]),  # the prompt text again, for DARE's forward pass
             "id": list(manifest["id"]),
             "options": [list(o) for o in manifest["options"]],
             "answer": list(manifest["answer"]),
@@ -155,6 +209,7 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
         processing_class=processor,
         callbacks=[ProgressLog()],
     )
+    reward.policy = (model, processor)
     trainer.train()
     model.eval()  # the trainer leaves train mode on; predictions right after adapting need eval mode
     return pd.DataFrame(reward.records)

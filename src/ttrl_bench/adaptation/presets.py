@@ -59,6 +59,16 @@ PRESETS: dict[str, dict | None] = {
         "hyperparameters": TTRV_HYPERPARAMETERS,
         "source": "TTRV Table 5",
     },
+    # DARE (papers/dare-summary.txt): uncertainty-aware distribution reward + exploration bonus +
+    # pruning. alpha, tau are not in the summary: 0.5 / 0.05 are our defaults (SPEC.md). The
+    # uncertainty is the completion's mean token entropy divided by log |vocabulary|.
+    # Hyper-parameters: TTRV's, so DARE and TTRV differ in the reward alone.
+    "dare": {
+        "reward": "dare",
+        "reward_params": {"alpha": 0.5, "tau": 0.05, "uncertainty": "vocab"},
+        "hyperparameters": TTRV_HYPERPARAMETERS,
+        "source": "DARE (dare-summary.txt), defaults ours",
+    },
 }
 
 METHOD_NAMES = tuple(PRESETS)

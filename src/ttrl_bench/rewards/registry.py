@@ -9,7 +9,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from . import voting
+from . import grounding, voting
 
 GroupReward = Callable[[Sequence[voting.Answer]], list[float]]
 
@@ -20,6 +20,20 @@ def _seeded_random(seed: int = 0) -> GroupReward:
     return lambda answers: voting.random_reward(answers, seed=next(groups))
 
 
+def _dare(alpha: float = 0.5, tau: float = 0.05, eps: float = 1e-8):
+    """DARE needs each completion's uncertainty: the caller passes `uncertainties=`."""
+    reward = partial(voting.dare, alpha=alpha, tau=tau, eps=eps)
+    reward.needs_uncertainty = True
+    return reward
+
+
+def _consensus(thresholds: str = "base", anti: bool = False) -> GroupReward:
+    """VR-TTRL consensus on parsed object lists; `thresholds` names a VR-TTRL Table 9 setting."""
+    if thresholds not in grounding.THRESHOLDS:
+        raise TypeError(f"thresholds must be one of {sorted(grounding.THRESHOLDS)}, got {thresholds!r}")
+    return lambda answers: grounding.consensus(answers, grounding.THRESHOLDS[thresholds], anti=anti)[1]
+
+
 _FACTORIES: dict[str, Callable[..., GroupReward]] = {
     "majority_vote": lambda: voting.majority_vote,
     "ttrv": lambda alpha=0.75, entropy="paper": partial(voting.ttrv, alpha=alpha, entropy=entropy),
@@ -28,6 +42,8 @@ _FACTORIES: dict[str, Callable[..., GroupReward]] = {
         voting.ttrv_diversity_only, alpha=alpha, entropy=entropy
     ),
     "random": _seeded_random,
+    "dare": _dare,
+    "vr_ttrl_consensus": _consensus,
 }
 
 REWARD_NAMES = tuple(_FACTORIES)

@@ -1,0 +1,106 @@
+"""The DuckDB store: every job writes its own files, this module alone writes the database.
+
+Ingest rebuilds every table from the files under results/ into a new database file, then
+renames it over the old one: running it twice gives the same store, and a killed ingest leaves
+the previous store intact.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from importlib.resources import files
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+PUBLISHED_CSV = files("ttrl_bench.results") / "data" / "published.csv"
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err}); rerun the job that wrote it") from err
+
+
+def _frames(eval_dirs: list[Path], adapt_dirs: list[Path], data_dirs: list[Path]) -> dict[str, pd.DataFrame]:
+    runs, predictions, train_logs, prep = [], [], [], []
+    for d in eval_dirs:
+        metrics = _read_json(d / "metrics.json")
+        runs.append(
+            {
+                "run_id": metrics["run_id"],
+                "model": metrics["model"],
+                "method": metrics["method"],
+                "train_dataset": metrics["train_dataset"],
+                "target_dataset": metrics["target_dataset"],
+                "n_adapt": str(metrics["n_adapt"]),
+                "sampling": metrics["sampling"],
+                "seed": metrics["seed"],
+                "metric": metrics["metric"],
+                "value": metrics["value"],
+                "n": metrics["n"],
+                "n_unparsable": metrics["n_unparsable"],
+                "eval_seconds": metrics["eval_seconds"],
+                "adapt_seconds": metrics.get("adapt_seconds"),
+                "config_hash": metrics["config_hash"],
+                "git_revision": metrics["git_revision"],
+                "versions": json.dumps(metrics["versions"], sort_keys=True),
+            }
+        )
+        frame = pd.read_parquet(d / "predictions.parquet")
+        frame.insert(0, "run_id", metrics["run_id"])
+        predictions.append(frame)
+    for d in adapt_dirs:
+        meta = _read_json(d / "run.json")
+        frame = pd.read_parquet(d / "train_log.parquet")
+        for key in ("model", "method", "train_dataset", "seed"):
+            frame.insert(0, key, meta[key])
+        train_logs.append(frame)
+    for d in data_dirs:
+        stats = _read_json(d / "prep_stats.json")
+        prep.append(
+            {
+                "dataset": stats["dataset"],
+                "original": stats["original"],
+                "kept": stats["kept"],
+                "dropped": json.dumps(stats["dropped"], sort_keys=True),
+                "resolution_rule": stats["resolution_rule"],
+            }
+        )
+    return {
+        "runs": pd.DataFrame(runs),
+        "predictions": pd.concat(predictions, ignore_index=True) if predictions else pd.DataFrame(),
+        "train_log": pd.concat(train_logs, ignore_index=True) if train_logs else pd.DataFrame(),
+        "prep_stats": pd.DataFrame(prep),
+        "published": pd.read_csv(PUBLISHED_CSV),
+    }
+
+
+def ingest(db_path: Path, eval_dirs: list[Path], adapt_dirs: list[Path], data_dirs: list[Path]) -> dict[str, int]:
+    """Rebuild the store at `db_path` from job outputs; returns row counts per table."""
+    frames = _frames(eval_dirs, adapt_dirs, data_dirs)
+    tmp = db_path.with_suffix(".duckdb.tmp")
+    tmp.unlink(missing_ok=True)
+    counts = {}
+    with duckdb.connect(str(tmp)) as con:
+        for name, frame in frames.items():
+            if frame.empty:
+                continue
+            con.register("frame", frame)
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM frame")
+            con.unregister("frame")
+            counts[name] = len(frame)
+    os.replace(tmp, db_path)
+    log.info("ingested %s into %s", counts, db_path)
+    return counts
+
+
+def query(db_path: Path, sql: str) -> pd.DataFrame:
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        return con.execute(sql).df()

@@ -1,0 +1,76 @@
+"""Paper-style tables from the store, with the published numbers beside ours."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+# How methods are labelled in the papers' tables (TTRV Table 1: "w/ TTRV" under the base row).
+METHOD_LABELS = {
+    "ttrv": "TTRV",
+    "ttrl-majority": "TTRL",
+    "ttrv-no-diversity": "TTRV w/o diversity",
+    "ttrv-no-frequency": "TTRV w/o frequency",
+    "random-reward": "Random reward",
+}
+
+
+def method_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """TTRV Table 1 layout: per model a base (zero-shot) row, a "w/ <method>" row per method
+    and a delta row under each, datasets as columns plus their mean. In-domain runs only
+    (adapted and evaluated on the same dataset)."""
+    in_domain = runs[(runs["method"] == "zero-shot") | (runs["train_dataset"] == runs["target_dataset"])]
+    wide = in_domain.pivot_table(index=["model", "method"], columns="target_dataset", values="value", aggfunc="mean")
+    wide["Mean"] = wide.mean(axis=1, skipna=False)
+    rows = []
+    for model in sorted(wide.index.get_level_values("model").unique()):
+        if (model, "zero-shot") not in wide.index:
+            continue
+        base = wide.loc[(model, "zero-shot")]
+        rows.append(pd.Series(base, name=model))
+        methods = [m for m in wide.loc[model].index if m != "zero-shot"]
+        for method in sorted(methods):
+            adapted = wide.loc[(model, method)]
+            label = METHOD_LABELS.get(method, method)
+            rows.append(pd.Series(adapted, name=f"w/ {label}"))
+            rows.append(pd.Series(adapted - base, name=f"Δ {label}"))
+    table = pd.DataFrame(rows)
+    table.index.name = "Model"
+    table.columns.name = None
+    return table.round(2)
+
+
+def published_comparison(runs: pd.DataFrame, published: pd.DataFrame, paper: str, table: int,
+                         model_names: dict[str, str], dataset_names: dict[str, str]) -> pd.DataFrame:
+    """Every published cell of (paper, table) with our value where we ran the same model,
+    method and dataset: columns paper_value, ours, delta, status ("reproduced" / "not run").
+
+    `model_names` / `dataset_names` map our config names to the papers' (e.g. internvl3-2b ->
+    InternVL3-2B, imagenet -> ImageNet)."""
+    cells = published[(published["paper"] == paper) & (published["table"] == table)].copy()
+    ours = runs.assign(
+        model=runs["model"].map(model_names).fillna(runs["model"]),
+        dataset=runs["target_dataset"].map(dataset_names).fillna(runs["target_dataset"]),
+    )
+    ours = ours[(ours["method"] == "zero-shot") | (ours["train_dataset"] == ours["target_dataset"])]
+    ours = ours.groupby(["model", "method", "dataset"], as_index=False)["value"].mean()
+    means = ours.groupby(["model", "method"], as_index=False)["value"].mean().assign(dataset="Mean")
+    merged = cells.merge(pd.concat([ours, means]).rename(columns={"value": "ours"}),
+                         on=["model", "method", "dataset"], how="left")
+    merged["delta"] = merged["ours"] - merged["value"]
+    merged["status"] = merged["ours"].notna().map({True: "reproduced", False: "not run"})
+    return merged.rename(columns={"value": "paper_value"})[
+        ["paper", "table", "model", "method", "dataset", "metric", "paper_value", "ours", "delta", "status"]
+    ]
+
+
+def to_markdown(frame: pd.DataFrame, index: bool = True, digits: int = 2) -> str:
+    """A GitHub-flavoured Markdown table; missing values print as "–"."""
+    frame = frame.reset_index() if index else frame
+    def cell(v):
+        if isinstance(v, float):
+            return "–" if pd.isna(v) else f"{v:.{digits}f}"
+        return "–" if v is None else str(v)
+    header = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *body]) + "\n"

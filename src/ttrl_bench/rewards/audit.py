@@ -1,0 +1,74 @@
+"""Reward audit: which advantages does each reward give GRPO?
+
+SPEC.md asks the pipeline to surface one fact: TTRV's diversity term -alpha*H(P) is the same for
+every completion of a group, so the group-mean subtraction of GRPO cancels it. Only the scale of
+the advantages can change, and only when rewards are scaled by the batch std
+(scale_rewards="batch"). This module computes advantages exactly as TRL does and tabulates them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .registry import get_reward
+
+LETTERS = ["A", "B", "C", "D"]
+
+
+def grpo_advantages(rewards: np.ndarray, num_generations: int, scale_rewards: str) -> np.ndarray:
+    """TRL 1.16 GRPOTrainer (`_generate_and_score_completions`): centre on the group mean, divide
+    by the group std ("group"), the batch std ("batch") or nothing ("none"); std is unbiased, eps 1e-4."""
+    grouped = rewards.reshape(-1, num_generations)
+    centred = (grouped - grouped.mean(axis=1, keepdims=True)).reshape(-1)
+    if scale_rewards == "none":
+        return centred
+    if scale_rewards == "group":
+        std = np.repeat(grouped.std(axis=1, ddof=1), num_generations)
+    elif scale_rewards == "batch":
+        std = np.full_like(rewards, rewards.std(ddof=1))
+    else:
+        raise ValueError(f"scale_rewards must be 'group', 'batch' or 'none', got {scale_rewards!r}")
+    return centred / (std + 1e-4)
+
+
+def sample_groups(n_groups: int, num_generations: int, seed: int, unparsable: float = 0.1) -> list[list]:
+    """Answer groups as a VLM produces them on 4-way MCQ: each prompt has its own answer
+    distribution (Dirichlet(0.5) over A-D), a share of outputs is unparsable (None)."""
+    rng = np.random.default_rng(seed)
+    groups = []
+    for _ in range(n_groups):
+        probs = rng.dirichlet([0.5] * 4) * (1 - unparsable)
+        choices = rng.choice(5, size=num_generations, p=[*probs, unparsable])
+        groups.append([LETTERS[c] if c < 4 else None for c in choices])
+    return groups
+
+
+def rewards_by_method(groups: list[list], rewards: dict[str, dict]) -> dict[str, np.ndarray]:
+    """The flattened batch of rewards each named reward gives the same groups."""
+    if any(len(g) != len(groups[0]) for g in groups):
+        raise ValueError("all groups must have the same number of completions")
+    flat = {}
+    for name, spec in rewards.items():
+        reward = get_reward(spec["reward"], **spec.get("params", {}))
+        flat[name] = np.array([r for g in groups for r in reward(g)], dtype=float)
+    return flat
+
+
+def audit(groups: list[list], rewards: dict[str, dict], scales=("group", "batch", "none"),
+          reference: str = "ttrv-no-diversity") -> pd.DataFrame:
+    """Per reward and scaling: advantage statistics and the largest difference from the
+    advantages of `reference` (TTRV's frequency term alone): 0 means the rest of the reward
+    changes nothing in the update."""
+    n = len(groups[0])
+    flat = rewards_by_method(groups, rewards)
+    rows = []
+    for name, values in flat.items():
+        for scale in scales:
+            adv = grpo_advantages(values, n, scale)
+            row = {"method": name, "scale_rewards": scale, "reward_mean": values.mean(),
+                   "advantage_std": adv.std(), "advantage_abs_max": np.abs(adv).max()}
+            if reference in flat:
+                row[f"max_abs_diff_vs_{reference}"] = np.abs(adv - grpo_advantages(flat[reference], n, scale)).max()
+            rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,45 @@
+"""The reward audit: advantages as TRL computes them, and what TTRV's diversity term does to them."""
+
+import numpy as np
+import pytest
+
+from ttrl_bench.rewards.audit import audit, grpo_advantages, sample_groups
+
+TTRV_METHODS = {
+    "ttrv": {"reward": "ttrv", "params": {"alpha": 0.75}},
+    "ttrv-no-diversity": {"reward": "ttrv_frequency_only"},
+    "ttrv-no-frequency": {"reward": "ttrv_diversity_only"},
+}
+
+
+def test_group_advantages_by_hand():
+    # group [1, 0, 1, 0]: mean .5, unbiased std sqrt(1/3) = .57735 -> +-.5 / .57745 = +-.86588
+    adv = grpo_advantages(np.array([1.0, 0.0, 1.0, 0.0]), 4, "group")
+    assert adv == pytest.approx([0.86588, -0.86588, 0.86588, -0.86588], abs=1e-5)
+    assert grpo_advantages(np.array([1.0, 0.0, 1.0, 0.0]), 4, "none") == pytest.approx([0.5, -0.5, 0.5, -0.5])
+
+
+def test_batch_scaling_divides_by_the_batch_std():
+    # groups [1, 0] and [3, 3]: centred [.5, -.5, 0, 0]; batch std of [1, 0, 3, 3] (ddof 1) = 1.5
+    adv = grpo_advantages(np.array([1.0, 0.0, 3.0, 3.0]), 2, "batch")
+    assert adv == pytest.approx([0.5 / 1.5001, -0.5 / 1.5001, 0.0, 0.0], abs=1e-6)
+
+
+def test_diversity_term_changes_nothing_under_group_scaling_but_rescales_under_batch():
+    table = audit(sample_groups(64, 8, seed=0), TTRV_METHODS).set_index(["method", "scale_rewards"])
+    diff = table["max_abs_diff_vs_ttrv-no-diversity"]
+    assert diff[("ttrv", "group")] == pytest.approx(0.0, abs=1e-9)
+    assert diff[("ttrv", "none")] == pytest.approx(0.0, abs=1e-9)
+    assert diff[("ttrv", "batch")] > 0.1
+    # "w/o frequency" (TTRV Table 4) is constant within every group: no learning signal at all
+    assert table.loc["ttrv-no-frequency", "advantage_abs_max"].max() == pytest.approx(0.0, abs=1e-9)
+
+
+def test_sampled_groups_are_seeded():
+    assert sample_groups(4, 8, seed=1) == sample_groups(4, 8, seed=1)
+    assert all(len(g) == 8 for g in sample_groups(4, 8, seed=1))
+
+
+def test_unknown_scaling_is_refused():
+    with pytest.raises(ValueError, match="scale_rewards"):
+        grpo_advantages(np.zeros(4), 2, "global")
