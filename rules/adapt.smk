@@ -16,6 +16,8 @@ rule adapt:
         "logs/adapt/{model}/{method}/{dataset}/seed{seed}.log",
     benchmark:
         "results/benchmarks/adapt/{model}/{method}/{dataset}/seed{seed}.tsv"
+    wildcard_constraints:
+        method="|".join(GRPO_METHODS) or "(?!)",
     threads: 1
     resources:
         gpu=1,
@@ -27,4 +29,39 @@ rule adapt:
         " --data results/data/{wildcards.dataset} --n-adapt {params.n_adapt} --sampling {params.sampling}"
         " --seed {wildcards.seed} --method-json {params.method:q}"
         " --out results/adapt/{wildcards.model}/{wildcards.method}/{wildcards.dataset}/seed{wildcards.seed}"
+        " > {log} 2>&1"
+
+
+rule adapt_per_sample:
+    input:
+        model=get_base_model_input,
+        data="results/data/{dataset}/manifest.parquet",
+    output:
+        predictions="results/eval/{model}/{method}/{dataset}/{dataset}/seed{seed}/predictions.parquet",
+        metrics="results/eval/{model}/{method}/{dataset}/{dataset}/seed{seed}/metrics.json",
+        train_log="results/adapt/{model}/{method}/{dataset}/seed{seed}/train_log.parquet",
+        run="results/adapt/{model}/{method}/{dataset}/seed{seed}/run.json",
+    params:
+        cli=TTRL_BENCH,
+        source=get_model_source,
+        method=get_method_json,
+        eval_flags=get_eval_flags,
+    log:
+        "logs/adapt_per_sample/{model}/{method}/{dataset}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/adapt_per_sample/{model}/{method}/{dataset}/seed{seed}.tsv"
+    wildcard_constraints:
+        method="|".join(PER_SAMPLE) or "(?!)",
+    threads: 1
+    resources:
+        gpu=1,
+    conda:
+        "../envs/gpu.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} {params.cli} adapt-per-sample --model-source {params.source:q}"
+        " --model-name {wildcards.model} --method {wildcards.method} --dataset {wildcards.dataset}"
+        " --data results/data/{wildcards.dataset} --seed {wildcards.seed} {params.eval_flags}"
+        " --method-json {params.method:q}"
+        " --adapt-out results/adapt/{wildcards.model}/{wildcards.method}/{wildcards.dataset}/seed{wildcards.seed}"
+        " --out results/eval/{wildcards.model}/{wildcards.method}/{wildcards.dataset}/{wildcards.dataset}/seed{wildcards.seed}"
         " > {log} 2>&1"

@@ -2,8 +2,9 @@ import json
 
 from snakemake.utils import min_version, validate
 
-from ttrl_bench.adaptation.presets import METHOD_NAMES, resolve_method
+from ttrl_bench.adaptation.presets import METHOD_NAMES, is_per_sample, method_task, resolve_method
 from ttrl_bench.datasets.registry import REGISTRY
+from ttrl_bench.evaluation.tasks import task_for
 
 min_version("9.0")
 
@@ -36,38 +37,46 @@ SEEDS = config["seeds"]
 ADAPTING = [m for m in config["methods"] if m != "zero-shot"]
 N_ADAPT = config["adaptation"]["n_samples"]
 SAMPLING = config["adaptation"]["sampling"]
+TASK = {d: task_for(d).name for d in DATASETS}
+DEMO_DATASETS = ["demo-digits", "demo-digit-scenes"]  # what build_demo_model trains on
+
+
+def methods_for(dataset):
+    """Methods whose answers fit the dataset's task (MCQ rewards vote on letters, VR-TTRL on boxes)."""
+    return [m for m in ADAPTING if method_task(m) == TASK[dataset]]
 
 
 wildcard_constraints:
     model="|".join(MODELS),
-    method="|".join(config["methods"]),
-    dataset="|".join(DATASETS),
+    dataset="|".join(REGISTRY),
     target="|".join(DATASETS),
     train="|".join(DATASETS + ["none"]),
     seed=r"\d+",
 
 
 def method_spec(method):
-    """The resolved preset as JSON for the adapt rule; fails at parse time on a bad override."""
+    """The resolved preset: per-task hyper-parameters of the config, then per-method overrides."""
     return resolve_method(
         method,
-        config["adaptation"]["hyperparameters"],
+        config["adaptation"]["hyperparameters"].get(method_task(method), {}),
         config["adaptation"]["method_overrides"].get(method),
     )
 
 
 # Resolve every method once now so a wrong hyper-parameter stops the run before any job.
 METHOD_SPECS = {m: method_spec(m) for m in ADAPTING}
+PER_SAMPLE = [m for m in ADAPTING if is_per_sample(m)]
+GRPO_METHODS = [m for m in ADAPTING if not is_per_sample(m)]
 
 
 def eval_dirs():
-    """In-domain evaluations: zero-shot on every dataset, each method adapted and evaluated on it."""
+    """In-domain evaluations: zero-shot on every dataset, each fitting method adapted and evaluated on it."""
     dirs = []
     for model in MODELS:
         for dataset in DATASETS:
             for seed in SEEDS:
                 dirs.append(f"results/eval/{model}/zero-shot/none/{dataset}/seed{seed}")
-                for method in ADAPTING:
+                for method in methods_for(dataset):
                     dirs.append(f"results/eval/{model}/{method}/{dataset}/{dataset}/seed{seed}")
     return dirs
 
@@ -76,8 +85,8 @@ def adapt_dirs():
     return [
         f"results/adapt/{model}/{method}/{dataset}/seed{seed}"
         for model in MODELS
-        for method in ADAPTING
         for dataset in DATASETS
+        for method in methods_for(dataset)
         for seed in SEEDS
     ]
 
@@ -89,6 +98,10 @@ def get_final_output():
         "results/figures/accuracy.png",
         "results/figures/training_curves.png",
     ]
+
+
+def get_model_source(wildcards):
+    return MODELS[wildcards.model]["source"]
 
 
 def get_base_model_input(wildcards):
@@ -119,12 +132,16 @@ def get_method_json(wildcards):
     return json.dumps(METHOD_SPECS[wildcards.method])
 
 
+def get_eval_flags(wildcards):
+    """Evaluation options of the target dataset's task (config `evaluation.<task>`)."""
+    dataset = wildcards.target if hasattr(wildcards, "target") else wildcards.dataset
+    per_task = config["evaluation"][TASK[dataset]]
+    exclude = "--exclude-adaptation-samples" if config["evaluation"]["exclude_adaptation_samples"] else ""
+    return f"--max-new-tokens {per_task['max_new_tokens']} --eval-samples {per_task['samples']} {exclude}"
+
+
 def get_paper_model_names():
     return json.dumps({name: m.get("paper_name", name) for name, m in MODELS.items()})
-
-
-def get_model_source(wildcards):
-    return MODELS[wildcards.model]["source"]
 
 
 # Every rule runs the package from this checkout, so the same command works in the venv of the

@@ -11,13 +11,14 @@ rule evaluate:
         adapt_run=get_adapt_run_flag,
         n_adapt=N_ADAPT,
         sampling=SAMPLING,
-        exclude="--exclude-adaptation-samples" if config["evaluation"]["exclude_adaptation_samples"] else "",
-        max_new_tokens=config["evaluation"]["max_new_tokens"],
+        eval_flags=get_eval_flags,
         batch_size=config["evaluation"]["batch_size"],
     log:
         "logs/evaluate/{model}/{method}/{train}/{target}/seed{seed}.log",
     benchmark:
         "results/benchmarks/evaluate/{model}/{method}/{train}/{target}/seed{seed}.tsv"
+    wildcard_constraints:
+        method="|".join(["zero-shot"] + GRPO_METHODS),
     threads: 1
     resources:
         gpu=1,
@@ -27,7 +28,7 @@ rule evaluate:
         "OMP_NUM_THREADS={threads} {params.cli} evaluate --model-source {params.source:q}"
         " --model-name {wildcards.model} --method {wildcards.method} --train-dataset {wildcards.train}"
         " --dataset {wildcards.target} --data results/data/{wildcards.target} {params.adapt_run}"
-        " --n-adapt {params.n_adapt} --sampling {params.sampling} --seed {wildcards.seed} {params.exclude}"
-        " --max-new-tokens {params.max_new_tokens} --batch-size {params.batch_size}"
+        " --n-adapt {params.n_adapt} --sampling {params.sampling} --seed {wildcards.seed} {params.eval_flags}"
+        " --batch-size {params.batch_size}"
         " --out results/eval/{wildcards.model}/{wildcards.method}/{wildcards.train}/{wildcards.target}/seed{wildcards.seed}"
         " > {log} 2>&1"

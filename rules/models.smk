@@ -1,10 +1,11 @@
 rule build_demo_model:
     input:
-        "results/data/demo-digits/manifest.parquet",
+        expand("results/data/{dataset}/manifest.parquet", dataset=DEMO_DATASETS),
     output:
         directory("results/models/{model}"),
     params:
         cli=TTRL_BENCH,
+        data=expand("results/data/{dataset}", dataset=DEMO_DATASETS),
         steps=config["demo_model"]["warm_start_steps"],
         seed=SEEDS[0],
     log:
@@ -15,5 +16,5 @@ rule build_demo_model:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} {params.cli} build-demo-model --data results/data/demo-digits"
+        "OMP_NUM_THREADS={threads} {params.cli} build-demo-model --data {params.data}"
         " --out {output} --steps {params.steps} --seed {params.seed} > {log} 2>&1"

@@ -19,8 +19,16 @@ def demo_data(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_model_dir(demo_data, tmp_path_factory) -> Path:
+def scene_data(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("data") / "demo-digit-scenes"
+    prepare_dataset("demo-digit-scenes", out, seed=0)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(demo_data, scene_data, tmp_path_factory) -> Path:
+    """Trained 5 steps per task: it answers in the right shape, mostly wrongly."""
     out = tmp_path_factory.mktemp("models") / "tiny"
-    rows = load_manifest(demo_data, "train").to_dict("records")
-    build_demo_model(out, rows, lambda r: Image.open(demo_data / r["image"]).convert("RGB"), steps=5, seed=0)
+    rows = [{**r, "root": root} for root in (demo_data, scene_data) for r in load_manifest(root, "train").to_dict("records")]
+    build_demo_model(out, rows, lambda r: Image.open(r["root"] / r["image"]).convert("RGB"), steps=5, seed=0)
     return out

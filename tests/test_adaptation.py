@@ -5,7 +5,8 @@ import math
 import pytest
 
 from ttrl_bench.adaptation.grpo import GroupReward, SplitGroupError, adapt
-from ttrl_bench.adaptation.presets import METHOD_NAMES, resolve_method
+from ttrl_bench.adaptation.per_sample import adapt_each_sample
+from ttrl_bench.adaptation.presets import METHOD_NAMES, is_per_sample, method_task, resolve_method
 from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.datasets.sampling import select_adaptation_samples
 from ttrl_bench.models.loading import load_model
@@ -31,7 +32,7 @@ def test_group_reward_parses_and_scores_each_group():
     assert rewards == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0]
     record = reward.records[0]
     assert record["rollout_accuracy"] == pytest.approx((2 / 4 + 1 / 4) / 2)
-    assert record["majority_correct"] == pytest.approx(0.5)
+    assert record["majority_fraction"] == pytest.approx((2 / 4 + 3 / 4) / 2)
     assert record["unparsable_fraction"] == pytest.approx((1 / 4 + 0) / 2)
 
 
@@ -55,7 +56,7 @@ def test_unknown_method_and_hyperparameter_are_named():
     assert resolve_method("ttrv")["hyperparameters"]["learning_rate"] == 5e-7  # TTRV Appendix A
 
 
-@pytest.mark.parametrize("method", [m for m in METHOD_NAMES if m != "zero-shot"])
+@pytest.mark.parametrize("method", [m for m in METHOD_NAMES if method_task(m) == "mcq"])
 def test_two_grpo_steps_of_every_method(method, demo_data, tiny_model_dir, tmp_path):
     model, processor = load_model(str(tiny_model_dir))
     samples = select_adaptation_samples(load_manifest(demo_data, "test"), 2, seed=0)
@@ -97,3 +98,24 @@ def test_completion_entropies_of_a_uniform_policy_are_log_v(tiny_model_dir, demo
     entropies = completion_entropies(model, processor, sample["prompt"], image, [[20, 21, 22], [30], []])
     assert entropies[:2] == pytest.approx([math.log(vocab)] * 2, rel=1e-5)
     assert entropies[2] == 0.0
+
+
+ONE_ROUND = {"num_generations": 4, "max_completion_length": 24, "epochs": 1, "learning_rate": 1e-3, "kl_beta": 0.0}
+
+
+@pytest.mark.parametrize("method", [m for m in METHOD_NAMES if is_per_sample(m)])
+def test_per_sample_methods_predict_each_sample_and_restore_the_base_weights(method, scene_data, tiny_model_dir, tmp_path):
+    model, processor = load_model(str(tiny_model_dir))
+    base = {n: p.detach().clone() for n, p in model.state_dict().items()}
+    samples = load_manifest(scene_data, "test").head(2)
+    spec = resolve_method(method, ONE_ROUND)
+    outputs, log, seconds = adapt_each_sample(model, processor, samples, scene_data, spec, tmp_path, seed=0,
+                                              max_new_tokens=24)
+    assert len(outputs) == len(seconds) == 2 and all(isinstance(o, str) for o in outputs)
+    if spec["hyperparameters"]["updates"]:
+        # one log row per generation round; single gen: 1 generation, 10 updates on it
+        assert log.groupby("sample").size().tolist() == [1, 1]
+        assert log["sample_updates"].tolist() == [spec["hyperparameters"]["updates_per_generation"]] * 2
+    else:
+        assert log.empty
+    assert all(model.state_dict()[n].equal(p) for n, p in base.items())

@@ -61,7 +61,7 @@ def _write_job_outputs(root, value):
     metrics = {
         "run_id": "m/zero-shot/none/d/seed0", "model": "m", "method": "zero-shot", "train_dataset": "none",
         "target_dataset": "d", "n_adapt": 20, "sampling": "random", "seed": 0, "metric": "accuracy",
-        "value": value, "n": 2, "n_unparsable": 1, "eval_seconds": 0.1, "config_hash": "abc",
+        "value": value, "metrics": {"accuracy": value, "unparsable_rate": 50.0}, "n": 2, "n_unparsable": 1, "eval_seconds": 0.1, "config_hash": "abc",
         "git_revision": "deadbeef", "versions": {"torch": "x"},
     }
     (eval_dir / "metrics.json").write_text(json.dumps(metrics))
@@ -79,7 +79,7 @@ def test_ingest_is_idempotent_and_loads_the_published_numbers(tmp_path):
     db = tmp_path / "benchmark.duckdb"
     first = ingest(db, [eval_dir], [], [data_dir])
     second = ingest(db, [eval_dir], [], [data_dir])
-    assert first == second == {"runs": 1, "predictions": 2, "prep_stats": 1, "published": 587}
+    assert first == second == {"runs": 1, "metrics": 2, "predictions": 2, "prep_stats": 1, "published": 587}
     assert query(db, "SELECT value FROM runs")["value"].tolist() == [50.0]
     assert query(db, "SELECT count(*) AS n FROM published WHERE paper = 'ttrv' AND \"table\" = 1")["n"][0] == 126
 

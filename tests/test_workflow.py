@@ -40,18 +40,27 @@ def demo_run(tmp_path_factory) -> Path:
 @pytest.mark.workflow
 def test_demo_produces_store_tables_and_figures(demo_run):
     db = demo_run / "results" / "benchmark.duckdb"
-    runs = query(db, "SELECT model, method, train_dataset, target_dataset, n, value FROM runs ORDER BY method")
-    assert runs["method"].tolist() == ["ttrl-majority", "ttrv", "zero-shot"]
-    # 597 demo test images minus the 20 adaptation samples, the same set for every row
-    assert runs["n"].tolist() == [577, 577, 577]
-    assert runs["value"].between(0, 100).all()
-    assert query(db, "SELECT count(*) AS n FROM predictions")["n"][0] == 3 * 577
-    # 2 methods x 4 epochs x 20 prompts, one prompt per step
-    assert query(db, "SELECT count(*) AS n FROM train_log")["n"][0] == 2 * 80
-    prep = query(db, "SELECT original, kept FROM prep_stats")
-    assert prep.values.tolist() == [[1797, 1797]]
+    runs = query(db, "SELECT method, target_dataset, metric, n FROM runs ORDER BY target_dataset, method")
+    assert runs.values.tolist() == [
+        # 120 test scenes, 8 scored (config evaluation.grounding.samples), the same 8 for both rows
+        ["vr-ttrl", "demo-digit-scenes", "box_giou", 8],
+        ["zero-shot", "demo-digit-scenes", "box_giou", 8],
+        # 597 demo test images minus the 20 adaptation samples, the same set for every row
+        ["dare", "demo-digits", "accuracy", 577],
+        ["ttrl-majority", "demo-digits", "accuracy", 577],
+        ["ttrv", "demo-digits", "accuracy", 577],
+        ["zero-shot", "demo-digits", "accuracy", 577],
+    ]
+    assert query(db, "SELECT min(value) >= 0 AND max(value) <= 100 AS ok FROM runs")["ok"][0]
+    assert query(db, "SELECT count(*) AS n FROM predictions")["n"][0] == 4 * 577 + 2 * 8
+    assert query(db, "SELECT count(DISTINCT metric) AS n FROM metrics")["n"][0] == 5
+    # 3 MCQ methods x 4 epochs x 20 prompts (one per step) + VR-TTRL 8 samples x 2 rounds
+    assert query(db, "SELECT count(*) AS n FROM train_log")["n"][0] == 3 * 80 + 8 * 2
+    prep = query(db, "SELECT dataset, original, kept FROM prep_stats ORDER BY dataset")
+    assert prep.values.tolist() == [["demo-digit-scenes", 720, 720], ["demo-digits", 1797, 1797]]
     table = (demo_run / "results/tables/ttrv_table1_layout.md").read_text()
-    assert "| w/ TTRV |" in table and "| Δ TTRL |" in table
+    assert "| w/ TTRV |" in table and "| Δ TTRL |" in table and "| w/ DARE |" in table
+    assert "| w/ VR-TTRL |" in table
     assert "0 of 126 cells reproduced" in table
     for figure in ("accuracy", "training_curves"):
         assert (demo_run / f"results/figures/{figure}.png").stat().st_size > 10_000
@@ -62,7 +71,7 @@ def test_demo_produces_store_tables_and_figures(demo_run):
 
 @pytest.mark.workflow
 def test_every_rule_logs(demo_run):
-    for rule in ("prepare_data", "build_demo_model", "adapt", "evaluate"):
+    for rule in ("prepare_data", "build_demo_model", "adapt", "adapt_per_sample", "evaluate"):
         logs = list((demo_run / "logs" / rule).rglob("*.log"))
         assert logs and all(log.stat().st_size > 0 for log in logs), rule
     for rule in ("ingest_results", "render_tables", "plot_figures"):

@@ -3,6 +3,7 @@ group reward, GRPO updates. Methods are presets (presets.py) of this one trainer
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -14,7 +15,7 @@ from datasets import Dataset
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from ..evaluation.extraction import extract_choice
+from ..evaluation.tasks import TASKS
 from ..rewards.registry import get_reward
 from ..rewards.voting import answer_entropy, majority_answer
 
@@ -74,55 +75,49 @@ class GroupReward:
 
     TRL calls it with the whole generation batch, prompts repeated `num_generations` times in a
     row. It cuts the batch into groups, refuses a group whose ids differ (a split group), parses
-    each completion and records per-step statistics for the training log. The hidden labels are
-    read only for that log (TTRV Figure 1 curves), never for the reward.
+    each completion with the dataset's task, adds the task's format rewards (VR-TTRL), and records
+    per-step statistics for the training log. The hidden labels are read only for that log (TTRV
+    Figure 1 curves), never for the reward.
     """
 
-    def __init__(self, name: str, params: dict, num_generations: int):
+    def __init__(self, name: str, params: dict, num_generations: int, task=None):
         params = dict(params)
         self.uncertainty_norm = params.pop("uncertainty", "vocab")
         self.reward = get_reward(name, **params)
         self.needs_uncertainty = getattr(self.reward, "needs_uncertainty", False)
+        self.task = task or TASKS["recognition"]
         self.policy = None  # (model, processor), set by `adapt` for rewards that need uncertainty
         self.num_generations = num_generations
         self.records: list[dict] = []
         self._last_time = time.perf_counter()
         self.__name__ = name  # TRL names the logged reward column after the function
 
-    def _uncertainties(self, start: int, question, image, completion_ids) -> list[float]:
+    def _uncertainties(self, start: int, rows: list[dict], completion_ids) -> list[float]:
         model, processor = self.policy
         ids = completion_ids[start : start + self.num_generations]
-        entropies = completion_entropies(model, processor, question[start], image[start], ids)
+        entropies = completion_entropies(model, processor, rows[start]["question"], rows[start]["image"], ids)
         return normalise_uncertainty(entropies, model.config.get_text_config().vocab_size, self.uncertainty_norm)
 
-    def __call__(self, prompts, completions, id, options, answer, trainer_state=None, completion_ids=None,
-                 question=None, image=None, **_) -> list[float]:
+    def __call__(self, prompts, completions, completion_ids=None, trainer_state=None, **columns) -> list[float]:
         n = self.num_generations
         if len(completions) % n:
             raise SplitGroupError(f"batch of {len(completions)} completions is not a multiple of N={n}")
+        keys = [k for k in columns if k not in ("log_extra", "log_metric")]
+        rows = [dict(zip(keys, values)) for values in zip(*(columns[k] for k in keys))]
+        texts = [completion_text(c) for c in completions]
         rewards, stats = [], []
         for start in range(0, len(completions), n):
-            group_ids = set(id[start : start + n])
+            group_ids = {r["id"] for r in rows[start : start + n]}
             if len(group_ids) != 1:
                 raise SplitGroupError(f"completions {start}..{start + n - 1} mix prompts {sorted(group_ids)}")
-            parsed = [extract_choice(completion_text(c), list(options[start])) for c in completions[start : start + n]]
-            if self.needs_uncertainty:
-                uncertainties = self._uncertainties(start, question, image, completion_ids)
-                group_rewards = self.reward(parsed, uncertainties=uncertainties)
-            else:
-                group_rewards = self.reward(parsed)
+            row = rows[start]
+            parsed = [self.task.parse(t, row) for t in texts[start : start + n]]
+            extra = {"uncertainties": self._uncertainties(start, rows, completion_ids)} if self.needs_uncertainty else {}
+            group_rewards = [
+                r + f for r, f in zip(self.reward(parsed, **extra), self.task.format_rewards(texts[start : start + n]))
+            ]
             rewards.extend(group_rewards)
-            label = majority_answer(parsed)
-            stats.append(
-                {
-                    "reward_mean": sum(group_rewards) / n,
-                    "answer_entropy": answer_entropy(parsed),
-                    "majority_fraction": sum(a == label for a in parsed) / n if label is not None else 0.0,
-                    "unparsable_fraction": sum(a is None for a in parsed) / n,
-                    "rollout_accuracy": sum(a == answer[start] for a in parsed) / n,
-                    "majority_correct": float(label == answer[start]),
-                }
-            )
+            stats.append(self._group_stats(parsed, group_rewards, self.task.gold(row)))
         now = time.perf_counter()
         record = {k: sum(s[k] for s in stats) / len(stats) for k in stats[0]}
         mean = sum(rewards) / len(rewards)
@@ -132,6 +127,18 @@ class GroupReward:
         self._last_time = now
         self.records.append(record)
         return rewards
+
+    def _group_stats(self, parsed: list, group_rewards: list[float], gold) -> dict:
+        n = len(parsed)
+        hashable = [json.dumps(p, sort_keys=True) if isinstance(p, list) else p for p in parsed]
+        label = majority_answer(hashable)
+        return {
+            "reward_mean": sum(group_rewards) / n,
+            "answer_entropy": answer_entropy(hashable),
+            "majority_fraction": sum(a == label for a in hashable) / n if label is not None else 0.0,
+            "unparsable_fraction": sum(p is None for p in parsed) / n,
+            "rollout_accuracy": sum(self.task.score(p, gold) for p in parsed) / n,
+        }
 
 
 class ProgressLog(TrainerCallback):
@@ -143,19 +150,22 @@ class ProgressLog(TrainerCallback):
 
 
 def adaptation_dataset(manifest: pd.DataFrame, image_root: Path) -> Dataset:
-    """Conversational prompts + an `image` column: TRL inserts the image before the user text."""
+    """Conversational prompts + an `image` column (TRL inserts the image before the user text);
+    the manifest's other columns ride along for the reward's parser and training log."""
     from PIL import Image
 
-    return Dataset.from_dict(
-        {
-            "prompt": [[{"role": "user", "content": p}] for p in manifest["prompt"]],
-            "image": [Image.open(image_root / path).convert("RGB") for path in manifest["image"]],
-            "question": list(manifest["prompt"]),  # the prompt text again, for DARE's forward pass
-            "id": list(manifest["id"]),
-            "options": [list(o) for o in manifest["options"]],
-            "answer": list(manifest["answer"]),
-        }
-    )
+    system = manifest["system"] if "system" in manifest else [None] * len(manifest)
+    columns = {
+        "prompt": [
+            ([{"role": "system", "content": s}] if isinstance(s, str) else []) + [{"role": "user", "content": p}]
+            for s, p in zip(system, manifest["prompt"])
+        ],
+        "image": [Image.open(image_root / path).convert("RGB") for path in manifest["image"]],
+        "question": list(manifest["prompt"]),  # the prompt text again, for DARE's forward pass
+    }
+    for name in manifest.columns.drop(["prompt", "image", "split", "system"], errors="ignore"):
+        columns[name] = [v.tolist() if hasattr(v, "tolist") else v for v in manifest[name]]
+    return Dataset.from_dict(columns)
 
 
 def grpo_config(out_dir: Path, hp: dict, seed: int) -> GRPOConfig:
@@ -176,6 +186,7 @@ def grpo_config(out_dir: Path, hp: dict, seed: int) -> GRPOConfig:
         weight_decay=hp.get("weight_decay", 0.0),
         max_grad_norm=hp.get("max_grad_norm", 1.0),
         num_train_epochs=hp["epochs"],
+        num_iterations=hp.get("updates_per_generation", 1),
         beta=hp.get("kl_beta", 0.0),
         scale_rewards=hp.get("scale_rewards", "group"),
         use_vllm=use_vllm == "vllm",
@@ -197,10 +208,19 @@ def _vllm_installed() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
-def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: dict, out_dir: Path, seed: int) -> pd.DataFrame:
+def freeze_vision_tower(model) -> None:
+    """VR-TTRL Appendix A: the vision encoder is frozen during adaptation."""
+    for param in model.model.visual.parameters():
+        param.requires_grad_(False)
+
+
+def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: dict, out_dir: Path, seed: int,
+          task=None) -> pd.DataFrame:
     """Run GRPO on `manifest`'s prompts with `method`'s reward; returns the per-step log."""
     hp = method["hyperparameters"]
-    reward = GroupReward(method["reward"], method.get("reward_params", {}), hp["num_generations"])
+    if hp.get("freeze_vision"):
+        freeze_vision_tower(model)
+    reward = GroupReward(method["reward"], method.get("reward_params", {}), hp["num_generations"], task)
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=[reward],
@@ -212,4 +232,6 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
     reward.policy = (model, processor)
     trainer.train()
     model.eval()  # the trainer leaves train mode on; predictions right after adapting need eval mode
-    return pd.DataFrame(reward.records)
+    records = pd.DataFrame(reward.records)  # one row per generation round
+    records.attrs["optimizer_steps"] = trainer.state.global_step
+    return records

@@ -21,6 +21,25 @@ TTRV_HYPERPARAMETERS = {
     "scale_rewards": "group",
 }
 
+# VR-TTRL Appendix A: N = 8 at temperature 0.6, lr 5e-7, weight decay 1e-2, KL 1e-2 (TRL's
+# default k3 "low-variance" estimator), grad clip 1.0, 5 generation rounds x 1 update per sample,
+# vision encoder frozen. The response length is not stated; 1024 as in TTRV.
+VR_TTRL_HYPERPARAMETERS = {
+    "learning_rate": 5e-7,
+    "num_generations": 8,
+    "temperature": 0.6,
+    "max_completion_length": 1024,
+    "epochs": 5,  # generation rounds on the one sample
+    "updates_per_generation": 1,
+    "prompts_per_step": 1,
+    "kl_beta": 1e-2,
+    "weight_decay": 1e-2,
+    "max_grad_norm": 1.0,
+    "scale_rewards": "group",
+    "freeze_vision": True,
+    "updates": True,
+}
+
 PRESETS: dict[str, dict | None] = {
     # No adaptation: the base model evaluated greedily (every table's base row).
     "zero-shot": None,
@@ -69,9 +88,61 @@ PRESETS: dict[str, dict | None] = {
         "hyperparameters": TTRV_HYPERPARAMETERS,
         "source": "DARE (dare-summary.txt), defaults ours",
     },
+    # VR-TTRL (papers/vr-ttrl.txt): per-sample GRPO with the geometric consensus reward plus the
+    # VisionReasoner format rewards; thresholds "base" 0.5/10/30 (Table 9 has loose and strict).
+    "vr-ttrl": {
+        "reward": "vr_ttrl_consensus",
+        "reward_params": {"thresholds": "base", "anti": False},
+        "hyperparameters": VR_TTRL_HYPERPARAMETERS,
+        "task": "grounding",
+        "per_sample": True,
+        "source": "VR-TTRL Section 3, Appendix A",
+    },
+    # VR-TTRL "single gen": 1 generation round, 10 updates on it (TRL's num_iterations).
+    "vr-ttrl-single-gen": {
+        "reward": "vr_ttrl_consensus",
+        "reward_params": {"thresholds": "base", "anti": False},
+        "hyperparameters": {**VR_TTRL_HYPERPARAMETERS, "epochs": 1, "updates_per_generation": 10},
+        "task": "grounding",
+        "per_sample": True,
+        "source": "VR-TTRL ablation (single generation)",
+    },
+    # VR-TTRL anti-consensus ablation: the pseudo-label is the least agreed-on completion.
+    "vr-ttrl-anti-consensus": {
+        "reward": "vr_ttrl_consensus",
+        "reward_params": {"thresholds": "base", "anti": True},
+        "hyperparameters": VR_TTRL_HYPERPARAMETERS,
+        "task": "grounding",
+        "per_sample": True,
+        "source": "VR-TTRL ablation (anti-consensus)",
+    },
+    # Vote-only baseline: the same N rollouts and consensus, no update; the pseudo-label answers.
+    "vote-only": {
+        "reward": "vr_ttrl_consensus",
+        "reward_params": {"thresholds": "base", "anti": False},
+        "hyperparameters": {**VR_TTRL_HYPERPARAMETERS, "updates": False},
+        "task": "grounding",
+        "per_sample": True,
+        "source": "VR-TTRL baseline (vote only)",
+    },
 }
 
 METHOD_NAMES = tuple(PRESETS)
+
+
+def method_task(name: str) -> str | None:
+    """The task kind a method adapts on: "mcq" (answers are option letters), "grounding"
+    (answers are object lists), or None for zero-shot, which fits every dataset."""
+    preset = PRESETS[name]
+    return None if preset is None else preset.get("task", "mcq")
+
+
+def is_per_sample(name: str) -> bool:
+    return bool(PRESETS[name] and PRESETS[name].get("per_sample"))
+
+
+# Keys every preset accepts though not every preset sets them.
+OPTIONAL_HYPERPARAMETERS = {"weight_decay", "max_grad_norm", "rollout_backend", "updates_per_generation", "freeze_vision"}
 
 
 def resolve_method(name: str, hyperparameters: dict | None = None, overrides: dict | None = None) -> dict | None:
@@ -82,7 +153,7 @@ def resolve_method(name: str, hyperparameters: dict | None = None, overrides: di
     if preset is None:
         return None
     for layer in (hyperparameters or {}, (overrides or {}).get("hyperparameters", {})):
-        unknown = set(layer) - set(preset["hyperparameters"]) - {"weight_decay", "max_grad_norm", "rollout_backend"}
+        unknown = set(layer) - set(preset["hyperparameters"]) - OPTIONAL_HYPERPARAMETERS
         if unknown:
             raise KeyError(f"method {name!r}: unknown hyper-parameter(s) {sorted(unknown)}")
         preset["hyperparameters"].update(layer)

@@ -11,7 +11,15 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from .preprocessing import mcq_options, recognition_prompt, resolution_verdict, sample_rng
+from .preprocessing import (
+    GROUNDING_SYSTEM,
+    grounding_prompt,
+    image_size,
+    mcq_options,
+    recognition_prompt,
+    resolution_verdict,
+    sample_rng,
+)
 from .registry import get_dataset
 from .sources import read_source
 
@@ -28,18 +36,22 @@ def prepare_dataset(name: str, out_dir: Path, seed: int, resolution_rule: str = 
         if verdict != "kept":
             log.warning("%s: dropped %s (%s)", name, sample["image_path"], verdict)
             continue
-        options, answer = mcq_options(sample["label"], list(spec.classes), sample_rng(seed, name, sample["id"]))
-        rows.append(
-            {
-                "id": sample["id"],
-                "split": sample["split"],
-                "image": str(Path(sample["image_path"]).relative_to(out_dir)),
-                "prompt": recognition_prompt(options),
-                "options": options,
-                "answer": answer,
-                "label": sample["label"],
-            }
-        )
+        row = {
+            "id": sample["id"],
+            "split": sample["split"],
+            "image": str(Path(sample["image_path"]).relative_to(out_dir)),
+            "label": sample["label"],
+        }
+        if spec.task == "recognition":
+            options, answer = mcq_options(sample["label"], list(spec.classes), sample_rng(seed, name, sample["id"]))
+            row.update(prompt=recognition_prompt(options), options=options, answer=answer)
+        elif spec.task == "grounding":
+            width, height = image_size(sample["image_path"])
+            row.update(prompt=grounding_prompt(sample["query"]), system=GROUNDING_SYSTEM, query=sample["query"],
+                       boxes=sample["boxes"], points=sample["points"], width=width, height=height)
+        else:
+            raise NotImplementedError(f"dataset {name!r}: task {spec.task!r} has no preprocessing yet")
+        rows.append(row)
     manifest = pd.DataFrame(rows)
     manifest.to_parquet(out_dir / "manifest.parquet", index=False)
     stats = {

@@ -72,3 +72,23 @@ def mcq_options(true_class: str, classes: list[str], rng: random.Random) -> tupl
 def recognition_prompt(options: list[str]) -> str:
     lines = [f"{letter}. {option}" for letter, option in zip(LETTERS, options)]
     return RECOGNITION_INSTRUCTION + "\nOptions:\n" + "\n".join(lines) + "."
+
+
+# VR-TTRL / VisionReasoner prompt (SPEC.md; Seg-Zero code). The model sees the image resized to
+# `image_side` (840 in the paper) and answers in those pixels; `scale_to_original` maps back.
+GROUNDING_SYSTEM = "You are a helpful assistant."
+GROUNDING_EXAMPLE = (
+    '[{"bbox_2d": [10,100,200,210], "point_2d": [30,110]}, '
+    '{"bbox_2d": [225,296,706,786], "point_2d": [302,410]}]'
+)
+GROUNDING_TEMPLATE = (
+    'Please find "{query}" with bboxs and points.'
+    "Compare the difference between object(s) and find the most closely matched object(s)."
+    "Output the thinking process in <think> </think> and final answer in <answer> </answer> tags."
+    "Output the bbox(es) and point(s) inside the interested object(s) in JSON format."
+    "i.e., <think> thinking process here </think><answer>{answer}</answer>"
+)
+
+
+def grounding_prompt(query: str) -> str:
+    return GROUNDING_TEMPLATE.format(query=query, answer=GROUNDING_EXAMPLE)

@@ -32,6 +32,13 @@ REGISTRY: dict[str, DatasetSpec] = {
             classes=DIGIT_NAMES,
             description="scikit-learn's 1,797 handwritten digits (8x8, upscaled), 4-way MCQ",
         ),
+        DatasetSpec(
+            name="demo-digit-scenes",
+            task="grounding",
+            source="bundled:sklearn.datasets.load_digits:scenes",
+            metric="giou_ciou",
+            description="2-3 real digits pasted on a 112 px canvas; find one by name (box + point)",
+        ),
     ]
 }
 

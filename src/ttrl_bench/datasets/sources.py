@@ -39,7 +39,63 @@ def read_digits(raw_dir: Path) -> Iterator[dict]:
         }
 
 
+# Digit scenes: a 112 px canvas (8 x 8 patches of 14 px: 16 image tokens after 2x2 merging) on a
+# 4 x 4 grid of 28 px cells; 2 or 3 distinct digits, one of them the query.
+SCENE_SIDE, SCENE_CELL, SCENES_PER_SPLIT = 112, 28, {"train": 600, "test": 120}
+
+
+def read_digit_scenes(raw_dir: Path) -> Iterator[dict]:
+    """Grounding scenes made of real handwritten digits with known boxes (the demo's stand-in
+    for RefCOCO: "find the digit seven" -> one box and one point, original pixel coordinates)."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(12345)  # the scenes are data: fixed, whatever the run's seed
+    cells = [(r, c) for r in range(SCENE_SIDE // SCENE_CELL) for c in range(SCENE_SIDE // SCENE_CELL)]
+    index = 0
+    for split, count in SCENES_PER_SPLIT.items():
+        # train scenes use digits of the recognition train split, test scenes the test split
+        pool = np.arange(DIGITS_TRAIN_SIZE) if split == "train" else np.arange(DIGITS_TRAIN_SIZE, len(digits.target))
+        for _ in range(count):
+            n_objects = int(rng.integers(2, 4))
+            picks = rng.choice(pool, size=20, replace=False)
+            chosen, classes = [], set()
+            for pick in picks:  # distinct classes, so the query names exactly one object
+                if digits.target[pick] not in classes:
+                    chosen.append(int(pick))
+                    classes.add(digits.target[pick])
+                if len(chosen) == n_objects:
+                    break
+            places = rng.choice(len(cells), size=n_objects, replace=False)
+            canvas = Image.new("RGB", (SCENE_SIDE, SCENE_SIDE), "white")
+            boxes = []
+            for pick, place in zip(chosen, places):
+                gray = np.uint8(255 - digits.images[pick] * (255 / 16))
+                tile = Image.fromarray(gray, mode="L").convert("RGB").resize((SCENE_CELL, SCENE_CELL), Image.Resampling.NEAREST)
+                row, col = cells[place]
+                canvas.paste(tile, (col * SCENE_CELL, row * SCENE_CELL))
+                boxes.append([col * SCENE_CELL, row * SCENE_CELL, (col + 1) * SCENE_CELL, (row + 1) * SCENE_CELL])
+            target = int(rng.integers(n_objects))
+            path = raw_dir / f"scene-{index:04d}.png"
+            if not path.exists():
+                canvas.save(path)
+            box = boxes[target]
+            yield {
+                "id": f"scene-{index:04d}",
+                "split": split,
+                "image_path": path,
+                "label": DIGIT_NAMES[int(digits.target[chosen[target]])],
+                "query": f"the digit {DIGIT_NAMES[int(digits.target[chosen[target]])]}",
+                "boxes": [box],
+                "points": [[(box[0] + box[2]) // 2, (box[1] + box[3]) // 2]],
+            }
+            index += 1
+
+
 def read_source(spec: DatasetSpec, raw_dir: Path) -> Iterator[dict]:
     if spec.source == "bundled:sklearn.datasets.load_digits":
         return read_digits(raw_dir)
+    if spec.source == "bundled:sklearn.datasets.load_digits:scenes":
+        return read_digit_scenes(raw_dir)
     raise NotImplementedError(f"dataset {spec.name!r}: no reader for source {spec.source!r} yet")

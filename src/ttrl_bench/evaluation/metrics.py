@@ -29,3 +29,20 @@ def smape_score(preds: Sequence[float | None], golds: Sequence[float]) -> float:
         else:
             errors.append(abs(p - g) / (abs(p) + abs(g)))
     return 1.0 - sum(errors) / len(errors)
+
+
+def giou_ciou_from_counts(intersections: Sequence[int], unions: Sequence[int]) -> tuple[float, float]:
+    """gIoU = mean of per-sample IoU; cIoU = sum of intersections / sum of unions (ReasonSeg /
+    LISA convention: a sample whose prediction and target are both empty has IoU 1)."""
+    if len(intersections) != len(unions) or not unions:
+        raise ValueError(f"giou_ciou: {len(intersections)} intersections for {len(unions)} unions")
+    ious = [i / u if u else 1.0 for i, u in zip(intersections, unions)]
+    total_union = sum(unions)
+    return sum(ious) / len(ious), (sum(intersections) / total_union if total_union else 1.0)
+
+
+def giou_ciou(pred_masks, gt_masks) -> tuple[float, float]:
+    """(gIoU, cIoU) of boolean masks, one pair per sample."""
+    inter = [int((p & g).sum()) for p, g in zip(pred_masks, gt_masks)]
+    union = [int((p | g).sum()) for p, g in zip(pred_masks, gt_masks)]
+    return giou_ciou_from_counts(inter, union)

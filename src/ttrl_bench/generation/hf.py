@@ -6,20 +6,26 @@ import torch
 from tqdm import tqdm
 
 
-def chat_prompt(processor, text: str) -> str:
-    """The user turn every dataset uses: the image first, then the prompt text (TTRV Appendix C)."""
-    return processor.apply_chat_template(
-        [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}],
-        add_generation_prompt=True,
-    )
+def chat_messages(text: str, system: str | None = None, image=None) -> list[dict]:
+    """An optional system turn, then the user turn: the image first, then the prompt text (TTRV
+    Appendix C; VisionReasoner's prompt has a system turn)."""
+    image_part = {"type": "image", "image": image} if image is not None else {"type": "image"}
+    messages = [{"role": "system", "content": [{"type": "text", "text": system}]}] if system else []
+    return messages + [{"role": "user", "content": [image_part, {"type": "text", "text": text}]}]
+
+
+def chat_prompt(processor, text: str, system: str | None = None) -> str:
+    return processor.apply_chat_template(chat_messages(text, system), add_generation_prompt=True)
 
 
 @torch.inference_mode()
-def generate_greedy(model, processor, prompts: list[str], images: list, max_new_tokens: int, batch_size: int) -> list[str]:
+def generate_greedy(model, processor, prompts: list[str], images: list, max_new_tokens: int, batch_size: int,
+                    systems: list[str | None] | None = None, progress: bool = True) -> list[str]:
     """Temperature-0 decoding (TTRV / VR-TTRL Appendix A), batched, decoded without special tokens."""
+    systems = systems or [None] * len(prompts)
     outputs: list[str] = []
-    for start in tqdm(range(0, len(prompts), batch_size), desc="greedy eval", unit="batch"):
-        texts = [chat_prompt(processor, p) for p in prompts[start : start + batch_size]]
+    for start in tqdm(range(0, len(prompts), batch_size), desc="greedy eval", unit="batch", disable=not progress):
+        texts = [chat_prompt(processor, p, s) for p, s in zip(prompts[start : start + batch_size], systems[start : start + batch_size])]
         batch = processor(
             text=texts, images=images[start : start + batch_size], return_tensors="pt", padding=True
         ).to(model.device)
@@ -27,3 +33,13 @@ def generate_greedy(model, processor, prompts: list[str], images: list, max_new_
         new_tokens = generated[:, batch["input_ids"].shape[1] :]
         outputs.extend(processor.batch_decode(new_tokens, skip_special_tokens=True))
     return outputs
+
+
+@torch.inference_mode()
+def generate_samples(model, processor, prompt: str, image, n: int, temperature: float, max_new_tokens: int,
+                     system: str | None = None) -> list[str]:
+    """`n` sampled completions of one prompt (the rollouts of the vote-only baseline)."""
+    batch = processor(text=[chat_prompt(processor, prompt, system)], images=[image], return_tensors="pt").to(model.device)
+    generated = model.generate(**batch, do_sample=True, temperature=temperature, max_new_tokens=max_new_tokens,
+                               num_return_sequences=n, top_k=0, top_p=1.0)
+    return processor.batch_decode(generated[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)

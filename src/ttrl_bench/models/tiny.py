@@ -51,8 +51,9 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 
-# One image side the demo uses: 56 px = 4 patches of 14 px, merged 2x2 -> 4 image tokens.
-DEMO_IMAGE_PIXELS = 56 * 56
+# Demo image sizes: digits are 56 px (4 patches of 14 px a side, merged 2x2 -> 4 image tokens),
+# scenes 112 px (16 tokens); the processor keeps both as they are.
+DEMO_MIN_PIXELS, DEMO_MAX_PIXELS = 56 * 56, 112 * 112
 
 
 def train_tokenizer(corpus: list[str], vocab_size: int = 600) -> PreTrainedTokenizerFast:
@@ -77,7 +78,7 @@ def train_tokenizer(corpus: list[str], vocab_size: int = 600) -> PreTrainedToken
 
 
 def build_processor(tokenizer: PreTrainedTokenizerFast) -> Qwen2_5_VLProcessor:
-    size = {"shortest_edge": DEMO_IMAGE_PIXELS, "longest_edge": DEMO_IMAGE_PIXELS}
+    size = {"shortest_edge": DEMO_MIN_PIXELS, "longest_edge": DEMO_MAX_PIXELS}
     return Qwen2_5_VLProcessor(
         image_processor=Qwen2VLImageProcessor(size=size),
         video_processor=Qwen2VLVideoProcessor(size=size),
@@ -125,23 +126,29 @@ def tiny_config(tokenizer: PreTrainedTokenizerFast, hidden: int = 64, text_layer
     )
 
 
-def _supervised_batch(processor, rows: list[dict], images) -> dict:
-    """Chat-formatted MCQ prompt + the gold option's text (the class name); loss only on the answer.
+def warm_start_target(row: dict) -> str:
+    """What the demo model is taught to answer.
 
-    Why the class name and not the letter: mapping an image to a letter needs a look-up across
-    the shuffled options that a 2-layer model does not learn in minutes of CPU time (measured:
-    chance after 1,600 steps), while image -> class name is learnt in ~150 steps. The answer
-    extractor maps a unique option text to its letter (`extract_choice`, rule 4), as it does for
-    real VLMs that answer with the option text.
+    MCQ: the gold option's text (the class name), not its letter. Mapping an image to a letter
+    needs a look-up across the shuffled options that a 2-layer model does not learn in minutes of
+    CPU time (measured: chance after 1,600 steps), while image -> class name is learnt in ~150
+    steps. `extract_choice` maps a unique option text to its letter (rule 4), as it does for real
+    VLMs that answer with the option text.
+    Grounding: VisionReasoner's format, <think> then the JSON objects inside <answer>.
     """
-    prompts = [
-        processor.apply_chat_template(
-            [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": r["prompt"]}]}],
-            add_generation_prompt=True,
-        )
-        for r in rows
-    ]
-    texts = [p + r["label"] + "<|im_end|>" for p, r in zip(prompts, rows)]
+    if "boxes" not in row:
+        return row["label"]
+    objects = [{"bbox_2d": [int(v) for v in box], "point_2d": [int(v) for v in point]}
+               for box, point in zip(row["boxes"], row["points"])]
+    return f"<think>{row['query']} is here.</think><answer>{json.dumps(objects, separators=(', ', ': '))}</answer>"
+
+
+def _supervised_batch(processor, rows: list[dict], images) -> dict:
+    """Chat-formatted prompt + `warm_start_target`; loss only on the answer tokens."""
+    from ..generation.hf import chat_prompt
+
+    prompts = [chat_prompt(processor, r["prompt"], r.get("system")) for r in rows]
+    texts = [p + warm_start_target(r) + "<|im_end|>" for p, r in zip(prompts, rows)]
     processor.tokenizer.padding_side = "right"
     batch = processor(text=texts, images=images, return_tensors="pt", padding=True)
     processor.tokenizer.padding_side = "left"
@@ -154,19 +161,29 @@ def _supervised_batch(processor, rows: list[dict], images) -> dict:
     return batch
 
 
-def warm_start(model, processor, rows: list[dict], load_image, steps: int, batch_size: int, lr: float, seed: int):
+# Rows per warm-start step: grounding rows are ~4x longer than MCQ rows.
+BATCH_SIZE = {"mcq": 16, "grounding": 8}
+
+
+def warm_start(model, processor, rows: list[dict], load_image, steps: int, lr: float, seed: int) -> list[float]:
     """A short supervised fine-tune so the base model is better than chance but far from perfect.
 
-    The number of steps is the knob: TTRV's premise is a base model whose latent ability
-    test-time RL can amplify, so the demo stops well before convergence.
+    `steps` per task: steps alternate between the MCQ and the grounding rows present. The number
+    of steps is the knob: TTRV's premise is a base model whose latent ability test-time RL can
+    amplify, so the demo stops well before convergence.
     """
+    by_task = {}
+    for row in rows:
+        by_task.setdefault("grounding" if "boxes" in row else "mcq", []).append(row)
+    schedule = [task for _ in range(steps) for task in sorted(by_task)]
     rng = random.Random(seed)
     torch.manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     model.train()
     losses = []
-    for _ in tqdm(range(steps), desc="warm start", unit="step"):
-        chosen = rng.sample(rows, min(batch_size, len(rows)))
+    for task in tqdm(schedule, desc="warm start", unit="step"):
+        pool = by_task[task]
+        chosen = rng.sample(pool, min(BATCH_SIZE[task], len(pool)))
         batch = _supervised_batch(processor, chosen, [load_image(r) for r in chosen])
         loss = model(**batch).loss
         loss.backward()
@@ -182,17 +199,17 @@ def build_demo_model(
     train_rows: list[dict],
     load_image,
     steps: int,
-    batch_size: int = 16,
     lr: float = 3e-3,
     seed: int = 0,
 ) -> dict:
     """Build, warm-start and save the demo model; returns a summary written to `build_info.json`."""
     torch.manual_seed(seed)
-    corpus = [r["prompt"] for r in train_rows]
+    corpus = [r["prompt"] for r in train_rows] + [warm_start_target(r) for r in train_rows]
+    corpus += sorted({r["system"] for r in train_rows if isinstance(r.get("system"), str)})
     tokenizer = train_tokenizer(corpus)
     processor = build_processor(tokenizer)
     model = Qwen2_5_VLForConditionalGeneration(tiny_config(tokenizer))
-    losses = warm_start(model, processor, train_rows, load_image, steps, batch_size, lr, seed)
+    losses = warm_start(model, processor, train_rows, load_image, steps, lr, seed)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     out_dir.mkdir(parents=True, exist_ok=True)

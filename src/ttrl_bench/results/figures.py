@@ -24,7 +24,7 @@ def _save(fig, path: Path) -> None:
 def accuracy_bars(runs: pd.DataFrame, path: Path) -> None:
     """Base vs adapted accuracy per dataset (in-domain runs), one bar per method."""
     in_domain = runs[(runs["method"] == "zero-shot") | (runs["train_dataset"] == runs["target_dataset"])]
-    wide = in_domain.pivot_table(index=["model", "target_dataset"], columns="method", values="value", aggfunc="mean")
+    wide = in_domain.pivot_table(index=["model", "target_dataset", "metric"], columns="method", values="value", aggfunc="mean")
     methods = ["zero-shot"] + sorted(c for c in wide.columns if c != "zero-shot")
     wide = wide.reindex(columns=[m for m in methods if m in wide.columns])
     fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(wide) + 2), 3.2))
@@ -34,11 +34,11 @@ def accuracy_bars(runs: pd.DataFrame, path: Path) -> None:
         bars = ax.bar(xs, wide[method], width, label=METHOD_LABELS.get(method, method))
         ax.bar_label(bars, fmt="%.1f", fontsize=7)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(wide))])
-    ax.set_xticklabels([f"{m}\n{d}" for m, d in wide.index], fontsize=8)
-    ax.set_ylabel("accuracy (%)")
+    ax.set_xticklabels([f"{m}\n{d}\n({metric})" for m, d, metric in wide.index], fontsize=8)
+    ax.set_ylabel("score (%)")
     ax.set_ylim(0, 100)
     ax.legend(fontsize=7, loc="upper right")
-    ax.set_title("Greedy accuracy before and after test-time RL", fontsize=9)
+    ax.set_title("Greedy scores before and after test-time RL", fontsize=9)
     _save(fig, path)
 
 

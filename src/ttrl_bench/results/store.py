@@ -29,7 +29,7 @@ def _read_json(path: Path) -> dict:
 
 
 def _frames(eval_dirs: list[Path], adapt_dirs: list[Path], data_dirs: list[Path]) -> dict[str, pd.DataFrame]:
-    runs, predictions, train_logs, prep = [], [], [], []
+    runs, metric_rows, predictions, train_logs, prep = [], [], [], [], []
     for d in eval_dirs:
         metrics = _read_json(d / "metrics.json")
         runs.append(
@@ -48,11 +48,13 @@ def _frames(eval_dirs: list[Path], adapt_dirs: list[Path], data_dirs: list[Path]
                 "n_unparsable": metrics["n_unparsable"],
                 "eval_seconds": metrics["eval_seconds"],
                 "adapt_seconds": metrics.get("adapt_seconds"),
+                "seconds_per_sample": metrics.get("seconds_per_sample"),
                 "config_hash": metrics["config_hash"],
                 "git_revision": metrics["git_revision"],
                 "versions": json.dumps(metrics["versions"], sort_keys=True),
             }
         )
+        metric_rows.extend({"run_id": metrics["run_id"], "metric": k, "value": v} for k, v in metrics["metrics"].items())
         frame = pd.read_parquet(d / "predictions.parquet")
         frame.insert(0, "run_id", metrics["run_id"])
         predictions.append(frame)
@@ -75,6 +77,7 @@ def _frames(eval_dirs: list[Path], adapt_dirs: list[Path], data_dirs: list[Path]
         )
     return {
         "runs": pd.DataFrame(runs),
+        "metrics": pd.DataFrame(metric_rows),
         "predictions": pd.concat(predictions, ignore_index=True) if predictions else pd.DataFrame(),
         "train_log": pd.concat(train_logs, ignore_index=True) if train_logs else pd.DataFrame(),
         "prep_stats": pd.DataFrame(prep),

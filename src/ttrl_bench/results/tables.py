@@ -11,6 +11,11 @@ METHOD_LABELS = {
     "ttrv-no-diversity": "TTRV w/o diversity",
     "ttrv-no-frequency": "TTRV w/o frequency",
     "random-reward": "Random reward",
+    "dare": "DARE",
+    "vr-ttrl": "VR-TTRL",
+    "vr-ttrl-single-gen": "VR-TTRL (single gen)",
+    "vr-ttrl-anti-consensus": "VR-TTRL (anti-consensus)",
+    "vote-only": "Vote only",
 }
 
 

@@ -1,0 +1,59 @@
+"""VR-TTRL's single-sample protocol (papers/vr-ttrl.txt Section 3, Appendix A): for every test
+sample independently, start from the base weights, run E rounds of (generate N, reward, update),
+predict greedily, restore the base weights. Weights are restored from a copy in memory, never
+reloaded from disk. The vote-only baseline runs the same rollouts and consensus with no update
+and answers with the pseudo-label."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+from PIL import Image
+from tqdm import tqdm
+
+from ..evaluation.tasks import GroundingTask
+from ..generation.hf import generate_greedy, generate_samples
+from ..rewards import grounding
+from .grpo import adapt
+
+log = logging.getLogger(__name__)
+
+
+def _predict_greedy(model, processor, row: dict, image, max_new_tokens: int) -> str:
+    return generate_greedy(model, processor, [row["prompt"]], [image], max_new_tokens, 1,
+                           systems=[row.get("system")], progress=False)[0]
+
+
+def _vote(model, processor, row: dict, image, hp: dict, thresholds: str, seed: int) -> str:
+    """Vote-only: the consensus completion of N rollouts is the prediction."""
+    torch.manual_seed(seed)
+    texts = generate_samples(model, processor, row["prompt"], image, hp["num_generations"], hp["temperature"],
+                             hp["max_completion_length"], system=row.get("system"))
+    label, _ = grounding.consensus([grounding.parse_objects(t) for t in texts], grounding.THRESHOLDS[thresholds])
+    return texts[label] if label is not None else texts[0]
+
+
+def adapt_each_sample(model, processor, samples: pd.DataFrame, image_root: Path, method: dict, out_dir: Path,
+                      seed: int, max_new_tokens: int) -> tuple[list[str], pd.DataFrame, list[float]]:
+    """(raw outputs, training log with a `sample` column, seconds per sample)."""
+    base_weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    outputs, logs, seconds = [], [], []
+    for index, row in enumerate(tqdm(samples.to_dict("records"), desc="per-sample adaptation", unit="sample")):
+        start = time.perf_counter()
+        image = Image.open(image_root / row["image"]).convert("RGB")
+        if method["hyperparameters"].get("updates", True):
+            train_log = adapt(model, processor, samples.iloc[[index]], image_root, method, out_dir, seed,
+                              task=GroundingTask())
+            logs.append(train_log.assign(sample=row["id"], sample_updates=train_log.attrs["optimizer_steps"]))
+            outputs.append(_predict_greedy(model, processor, row, image, max_new_tokens))
+            model.load_state_dict(base_weights)  # back to the base model for the next sample
+        else:
+            thresholds = method["reward_params"].get("thresholds", "base")
+            outputs.append(_vote(model, processor, row, image, method["hyperparameters"], thresholds, seed + index))
+        seconds.append(time.perf_counter() - start)
+    train_log = pd.concat(logs, ignore_index=True) if logs else pd.DataFrame()
+    return outputs, train_log, seconds

@@ -1,0 +1,112 @@
+"""What differs between task kinds, in one place: how an output is parsed, what the gold answer
+is, how one prediction is scored, and the dataset-level metrics. Used by greedy evaluation and
+by the rewards' training log alike."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from ..datasets.registry import get_dataset
+from ..rewards import grounding
+from .extraction import extract_choice
+from .metrics import accuracy, giou_ciou_from_counts
+
+
+class MCQTask:
+    """4-way multiple choice (recognition, VQA): the answer is an option letter."""
+
+    name = "mcq"
+    max_new_tokens_hint = 8
+
+    def parse(self, text: str, row: dict):
+        return extract_choice(text, list(row["options"]))
+
+    def gold(self, row: dict):
+        return row["answer"]
+
+    def score(self, parsed, gold) -> float:
+        return float(parsed is not None and parsed == gold)
+
+    def format_rewards(self, texts: list[str]) -> list[float]:
+        return [0.0] * len(texts)
+
+    def prediction_columns(self, parsed: list, samples: pd.DataFrame) -> dict:
+        gold = list(samples["answer"])
+        return {"parsed": parsed, "gold": gold, "correct": [p is not None and p == g for p, g in zip(parsed, gold)]}
+
+    def metrics(self, predictions: pd.DataFrame) -> dict[str, float]:
+        return {"accuracy": accuracy(list(predictions["parsed"]), list(predictions["gold"]))}
+
+
+def _objects(boxes, points) -> list[dict]:
+    return [{"bbox_2d": [float(v) for v in b], "point_2d": [float(v) for v in p]} for b, p in zip(boxes, points)]
+
+
+def box_mask(objects: list[dict] | None, width: int, height: int) -> np.ndarray:
+    """Union of the objects' boxes as a boolean mask (the "box mask" stand-in for SAM2 masks)."""
+    mask = np.zeros((height, width), dtype=bool)
+    for obj in grounding.valid_objects(objects):
+        x1, y1, x2, y2 = obj["bbox_2d"]
+        x1, x2 = sorted((int(round(x1)), int(round(x2))))
+        y1, y2 = sorted((int(round(y1)), int(round(y2))))
+        mask[max(0, y1) : min(height, y2), max(0, x1) : min(width, x2)] = True
+    return mask
+
+
+class GroundingTask:
+    """Referring grounding (VR-TTRL): the answer is a list of objects with a box and a point.
+    Without SAM2 the masks are the boxes, so the metrics are called box_giou / box_ciou."""
+
+    name = "grounding"
+    max_new_tokens_hint = 128
+
+    def parse(self, text: str, row: dict):
+        return grounding.parse_objects(text)
+
+    def gold(self, row: dict):
+        return _objects(row["boxes"], row["points"])
+
+    def score(self, parsed, gold) -> float:
+        return grounding.pairwise_accuracy(parsed, gold) / 3
+
+    def format_rewards(self, texts: list[str]) -> list[float]:
+        """VisionReasoner format rewards: thinking format + answer format + non-repeat."""
+        return [
+            grounding.thinking_format_reward(t)
+            + grounding.answer_format_reward(grounding.parse_objects(t))
+            + grounding.non_repeat_reward(t)
+            for t in texts
+        ]
+
+    def prediction_columns(self, parsed: list, samples: pd.DataFrame) -> dict:
+        rows = samples.to_dict("records")
+        pred_masks = [box_mask(p, r["width"], r["height"]) for p, r in zip(parsed, rows)]
+        gold_masks = [box_mask(self.gold(r), r["width"], r["height"]) for r in rows]
+        inter = [int((p & g).sum()) for p, g in zip(pred_masks, gold_masks)]
+        union = [int((p | g).sum()) for p, g in zip(pred_masks, gold_masks)]
+        n_pred = [len(grounding.valid_objects(p)) for p in parsed]
+        return {
+            "parsed": [json.dumps(p) if p is not None else None for p in parsed],
+            "gold": [json.dumps(self.gold(r)) for r in rows],
+            "intersection": inter,
+            "union": union,
+            "n_pred": n_pred,
+            "correct": [n == len(r["boxes"]) for n, r in zip(n_pred, rows)],  # counting: box count
+        }
+
+    def metrics(self, predictions: pd.DataFrame) -> dict[str, float]:
+        giou, ciou = giou_ciou_from_counts(list(predictions["intersection"]), list(predictions["union"]))
+        return {"box_giou": 100 * giou, "box_ciou": 100 * ciou, "count_accuracy": 100 * predictions["correct"].mean()}
+
+
+TASKS = {"recognition": MCQTask(), "vqa": MCQTask(), "grounding": GroundingTask()}
+
+
+def task_for(dataset: str):
+    spec = get_dataset(dataset)
+    if spec.task not in TASKS:
+        raise NotImplementedError(f"dataset {dataset!r}: task {spec.task!r} has no evaluation yet")
+    return TASKS[spec.task]

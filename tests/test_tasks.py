@@ -1,0 +1,52 @@
+"""Task objects: parsing and scoring of MCQ and grounding predictions, on hand-made outputs."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from ttrl_bench.evaluation.evaluate import predictions_frame
+from ttrl_bench.evaluation.tasks import GroundingTask, MCQTask, box_mask
+
+
+def test_mcq_predictions_and_accuracy():
+    samples = pd.DataFrame({"id": ["a", "b", "c"], "options": [["cat", "dog", "cow", "pig"]] * 3, "answer": ["B", "C", "A"]})
+    frame = predictions_frame(["B", "pig", "no idea"], samples, MCQTask())
+    assert frame["parsed"].tolist()[:2] == ["B", "D"] and pd.isna(frame["parsed"][2])
+    assert frame["correct"].tolist() == [True, False, False]
+    assert frame["parse_failure"].tolist() == [False, False, True]
+    assert MCQTask().metrics(frame) == {"accuracy": pytest.approx(100 / 3)}
+
+
+def test_box_mask_clips_and_orders_corners():
+    mask = box_mask([{"bbox_2d": [8, 6, -2, 2], "point_2d": [1, 1]}], width=6, height=5)
+    assert mask.sum() == 6 * 3  # x 0..6 (clipped), y 2..5 (clipped)
+
+
+def test_grounding_predictions_and_metrics():
+    samples = pd.DataFrame({
+        "id": ["a", "b"],
+        "boxes": [[[0, 0, 28, 28]], [[28, 28, 56, 56]]],
+        "points": [[[14, 14]], [[42, 42]]],
+        "width": [56, 56],
+        "height": [56, 56],
+    })
+    half = '<answer>[{"bbox_2d": [0, 0, 14, 28], "point_2d": [7, 14]}]</answer>'
+    two = '<answer>[{"bbox_2d": [28, 28, 56, 56], "point_2d": [42, 42]}, {"bbox_2d": [0, 0, 1, 1], "point_2d": [0, 0]}]</answer>'
+    frame = predictions_frame([half, two], samples, GroundingTask())
+    # a: I = 14*28 = 392, U = 784; b: I = 784, U = 784 + 1 = 785
+    assert frame["intersection"].tolist() == [392, 784]
+    assert frame["union"].tolist() == [784, 785]
+    assert frame["n_pred"].tolist() == [1, 2]
+    assert frame["correct"].tolist() == [True, False]  # counting: one object expected
+    assert json.loads(frame["parsed"][0])[0]["bbox_2d"] == [0, 0, 14, 28]
+    metrics = GroundingTask().metrics(frame)
+    assert metrics["box_giou"] == pytest.approx(100 * (0.5 + 784 / 785) / 2)
+    assert metrics["box_ciou"] == pytest.approx(100 * (392 + 784) / (784 + 785))
+    assert metrics["count_accuracy"] == 50.0
+
+
+def test_grounding_format_rewards_add_up():
+    text = '<think>one digit.</think><answer>[{"bbox_2d": [0, 0, 14, 28], "point_2d": [7, 14]}]</answer>'
+    # thinking format 1 + answer format 2 + non-repeat 1
+    assert GroundingTask().format_rewards([text, "garbage"]) == [4.0, 1.0]
