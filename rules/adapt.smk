@@ -21,6 +21,8 @@ rule adapt:
     threads: 1
     resources:
         gpu=1,
+        mem_mb=get_gpu_mem_mb,
+        runtime=get_adapt_runtime,
     conda:
         "../envs/gpu.yaml"
     shell:
@@ -55,6 +57,8 @@ rule adapt_per_sample:
     threads: 1
     resources:
         gpu=1,
+        mem_mb=get_gpu_mem_mb,
+        runtime=get_adapt_runtime,
     conda:
         "../envs/gpu.yaml"
     shell:

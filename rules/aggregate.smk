@@ -2,6 +2,7 @@ localrules:
     ingest_results,
     render_tables,
     plot_figures,
+    audit_rewards,
 
 
 rule ingest_results:
@@ -75,3 +76,21 @@ rule plot_figures:
         "../envs/cpu.yaml"
     shell:
         "{params.cli} plot-figures --db {input} --out-dir results/figures > {log} 2>&1"
+
+
+rule audit_rewards:
+    output:
+        csv="results/audit/reward_audit.csv",
+        figure=report(
+            "results/audit/reward_audit.png",
+            caption="../workflow/report/reward_audit.rst",
+            category="Reward audit",
+        ),
+    params:
+        cli=TTRL_BENCH,
+    log:
+        "logs/audit_rewards.log",
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "{params.cli} audit-reward --out-dir results/audit > {log} 2>&1"

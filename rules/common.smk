@@ -55,10 +55,14 @@ wildcard_constraints:
 
 
 def method_spec(method):
-    """The resolved preset: per-task hyper-parameters of the config, then per-method overrides."""
+    """The resolved preset: the rollout backend and per-task hyper-parameters of the config,
+    then per-method overrides."""
     return resolve_method(
         method,
-        config["adaptation"]["hyperparameters"].get(method_task(method), {}),
+        {
+            "rollout_backend": config["adaptation"]["rollout_backend"],
+            **config["adaptation"]["hyperparameters"].get(method_task(method), {}),
+        },
         config["adaptation"]["method_overrides"].get(method),
     )
 
@@ -97,6 +101,7 @@ def get_final_output():
         "results/tables/ttrv_table1_layout.md",
         "results/figures/accuracy.png",
         "results/figures/training_curves.png",
+        "results/audit/reward_audit.png",
     ]
 
 
@@ -138,6 +143,29 @@ def get_eval_flags(wildcards):
     per_task = config["evaluation"][TASK[dataset]]
     exclude = "--exclude-adaptation-samples" if config["evaluation"]["exclude_adaptation_samples"] else ""
     return f"--max-new-tokens {per_task['max_new_tokens']} --eval-samples {per_task['samples']} {exclude}"
+
+
+def get_params_b(wildcards):
+    """Model size in billions of parameters (config `models.<name>.params_b`; the demo ~0)."""
+    return MODELS[wildcards.model].get("params_b", 0.0)
+
+
+def get_gpu_mem_mb(wildcards):
+    """Host memory of a GPU job: weights are loaded on the host first (2 bytes per bf16 parameter,
+    twice for the reference model of KL-regularised GRPO), plus 8 GB of head room."""
+    return int(8000 + 4 * 1000 * get_params_b(wildcards))
+
+
+def get_adapt_runtime(wildcards):
+    """Minutes: TTRV Table 10 reports 3.77 min for a 20-sample adaptation of a 2B-8B model;
+    VR-TTRL about 21 s per update of a 7B model, 5 per sample, 200 samples per split."""
+    if wildcards.method in PER_SAMPLE:
+        return int(30 + 200 * 5 * 21 / 60 * max(1.0, get_params_b(wildcards) / 7))
+    return int(30 + 10 * max(1.0, get_params_b(wildcards)))
+
+
+def get_eval_runtime(wildcards):
+    return int(30 + 5 * max(1.0, get_params_b(wildcards)))
 
 
 def get_paper_model_names():

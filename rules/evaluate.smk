@@ -22,6 +22,8 @@ rule evaluate:
     threads: 1
     resources:
         gpu=1,
+        mem_mb=get_gpu_mem_mb,
+        runtime=get_eval_runtime,
     conda:
         "../envs/gpu.yaml"
     shell:

@@ -119,3 +119,19 @@ def test_per_sample_methods_predict_each_sample_and_restore_the_base_weights(met
     else:
         assert log.empty
     assert all(model.state_dict()[n].equal(p) for n, p in base.items())
+
+
+def test_rollout_backend_choice_is_explicit():
+    from ttrl_bench.adaptation.grpo import rollout_backend
+
+    import importlib.util
+
+    import torch
+
+    assert rollout_backend("hf") == "hf"
+    if importlib.util.find_spec("vllm") is None or not torch.cuda.is_available():
+        assert rollout_backend("auto") == "hf"
+        with pytest.raises(ValueError, match="adaptation.rollout_backend is 'vllm'"):
+            rollout_backend("vllm")
+    with pytest.raises(ValueError, match="auto, hf or vllm"):
+        rollout_backend("sglang")

@@ -43,3 +43,9 @@ def test_sampled_groups_are_seeded():
 def test_unknown_scaling_is_refused():
     with pytest.raises(ValueError, match="scale_rewards"):
         grpo_advantages(np.zeros(4), 2, "global")
+
+
+def test_audit_covers_dare_with_sampled_uncertainties():
+    methods = {**TTRV_METHODS, "dare": {"reward": "dare", "params": {"alpha": 0.5, "tau": 0.05, "uncertainty": "vocab"}}}
+    table = audit(sample_groups(16, 8, seed=0), methods).set_index(["method", "scale_rewards"])
+    assert table.loc[("dare", "group"), "advantage_std"] > 0

@@ -62,6 +62,7 @@ def test_demo_produces_store_tables_and_figures(demo_run):
     assert "| w/ TTRV |" in table and "| Δ TTRL |" in table and "| w/ DARE |" in table
     assert "| w/ VR-TTRL |" in table
     assert "0 of 126 cells reproduced" in table
+    assert (demo_run / "results/audit/reward_audit.png").stat().st_size > 10_000
     for figure in ("accuracy", "training_curves"):
         assert (demo_run / f"results/figures/{figure}.png").stat().st_size > 10_000
         assert (demo_run / f"results/figures/{figure}.pdf").exists()

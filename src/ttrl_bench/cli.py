@@ -206,13 +206,15 @@ def cmd_plot_figures(args) -> None:
 
 
 def cmd_audit_reward(args) -> None:
-    from .adaptation.presets import PRESETS
+    from .adaptation.presets import PRESETS, method_task
     from .results.figures import advantage_audit
     from .results.tables import to_markdown
     from .rewards.audit import audit, rewards_by_method, sample_groups
 
     groups = sample_groups(args.groups, args.num_generations, args.seed)
-    methods = {m: {"reward": p["reward"], "params": p["reward_params"]} for m, p in PRESETS.items() if p}
+    # the MCQ methods: their answers are letters, as the sampled groups are
+    methods = {m: {"reward": p["reward"], "params": p["reward_params"]} for m, p in PRESETS.items()
+               if method_task(m) == "mcq"}
     table = audit(groups, methods)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)

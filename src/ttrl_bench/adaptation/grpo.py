@@ -172,9 +172,7 @@ def grpo_config(out_dir: Path, hp: dict, seed: int) -> GRPOConfig:
     """GRPOConfig from a preset's hyper-parameters; one prompt's N rollouts per optimizer step
     unless `prompts_per_step` says otherwise."""
     n = hp["num_generations"]
-    use_vllm = hp.get("rollout_backend", "auto")
-    if use_vllm == "auto":
-        use_vllm = "vllm" if torch.cuda.is_available() and _vllm_installed() else "hf"
+    backend = rollout_backend(hp.get("rollout_backend", "auto"))
     return GRPOConfig(
         output_dir=str(out_dir / "trainer"),
         per_device_train_batch_size=n * hp.get("prompts_per_step", 1),
@@ -189,7 +187,7 @@ def grpo_config(out_dir: Path, hp: dict, seed: int) -> GRPOConfig:
         num_iterations=hp.get("updates_per_generation", 1),
         beta=hp.get("kl_beta", 0.0),
         scale_rewards=hp.get("scale_rewards", "group"),
-        use_vllm=use_vllm == "vllm",
+        use_vllm=backend == "vllm",
         vllm_mode="colocate",
         logging_steps=1,
         save_strategy="no",
@@ -202,10 +200,22 @@ def grpo_config(out_dir: Path, hp: dict, seed: int) -> GRPOConfig:
     )
 
 
-def _vllm_installed() -> bool:
+def rollout_backend(choice: str) -> str:
+    """"auto": vLLM (colocated with the trainer) when it is installed and a GPU is present, else
+    transformers' generate. Asking for vLLM where it cannot run is an error, not a fallback."""
     import importlib.util
 
-    return importlib.util.find_spec("vllm") is not None
+    has_vllm = importlib.util.find_spec("vllm") is not None
+    if choice == "auto":
+        return "vllm" if has_vllm and torch.cuda.is_available() else "hf"
+    if choice == "vllm" and not (has_vllm and torch.cuda.is_available()):
+        raise ValueError(
+            "config key adaptation.rollout_backend is 'vllm' but "
+            + ("vLLM is not installed (pip install '.[gpu]')" if not has_vllm else "no CUDA GPU is visible")
+        )
+    if choice not in ("hf", "vllm"):
+        raise ValueError(f"adaptation.rollout_backend must be auto, hf or vllm, got {choice!r}")
+    return choice
 
 
 def freeze_vision_tower(model) -> None:

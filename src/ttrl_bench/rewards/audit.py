@@ -44,14 +44,27 @@ def sample_groups(n_groups: int, num_generations: int, seed: int, unparsable: fl
     return groups
 
 
-def rewards_by_method(groups: list[list], rewards: dict[str, dict]) -> dict[str, np.ndarray]:
+def sample_uncertainties(groups: list[list], seed: int) -> list[list[float]]:
+    """Per-completion uncertainties in [0, 1] for rewards that need them (DARE): Beta(2, 5), a
+    skew towards confident completions as normalised token entropies show."""
+    rng = np.random.default_rng(seed + 1)
+    return [rng.beta(2, 5, size=len(g)).tolist() for g in groups]
+
+
+def rewards_by_method(groups: list[list], rewards: dict[str, dict], seed: int = 0) -> dict[str, np.ndarray]:
     """The flattened batch of rewards each named reward gives the same groups."""
     if any(len(g) != len(groups[0]) for g in groups):
         raise ValueError("all groups must have the same number of completions")
+    uncertainties = sample_uncertainties(groups, seed)
     flat = {}
     for name, spec in rewards.items():
-        reward = get_reward(spec["reward"], **spec.get("params", {}))
-        flat[name] = np.array([r for g in groups for r in reward(g)], dtype=float)
+        params = {k: v for k, v in spec.get("params", {}).items() if k != "uncertainty"}  # how u is made
+        reward = get_reward(spec["reward"], **params)
+        if getattr(reward, "needs_uncertainty", False):
+            values = [r for g, u in zip(groups, uncertainties) for r in reward(g, uncertainties=u)]
+        else:
+            values = [r for g in groups for r in reward(g)]
+        flat[name] = np.array(values, dtype=float)
     return flat
 
 
