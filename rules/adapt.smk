@@ -17,7 +17,7 @@ rule adapt:
     benchmark:
         "results/benchmarks/adapt/{model}/{method}/{dataset}/seed{seed}.tsv"
     wildcard_constraints:
-        method="|".join(GRPO_METHODS) or "(?!)",
+        method=one_of(GRPO_METHODS) or "(?!)",
     threads: 1
     resources:
         gpu=1,
@@ -53,7 +53,7 @@ rule adapt_per_sample:
     benchmark:
         "results/benchmarks/adapt_per_sample/{model}/{method}/{dataset}/seed{seed}.tsv"
     wildcard_constraints:
-        method="|".join(PER_SAMPLE) or "(?!)",
+        method=one_of(PER_SAMPLE) or "(?!)",
     threads: 1
     resources:
         gpu=1,

@@ -9,14 +9,14 @@ rule ingest_results:
     input:
         metrics=[f"{d}/metrics.json" for d in eval_dirs()],
         train_logs=[f"{d}/train_log.parquet" for d in adapt_dirs()],
-        prep=expand("results/data/{dataset}/prep_stats.json", dataset=DATASETS),
+        prep=[f"{d}/prep_stats.json" for d in data_dirs()],
     output:
         "results/benchmark.duckdb",
     params:
         cli=TTRL_BENCH,
         eval_dirs=eval_dirs(),
         adapt_dirs=adapt_dirs(),
-        data_dirs=expand("results/data/{dataset}", dataset=DATASETS),
+        data_dirs=data_dirs(),
     log:
         "logs/ingest_results.log",
     conda:

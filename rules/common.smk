@@ -1,4 +1,5 @@
 import json
+import re
 
 from snakemake.utils import min_version, validate
 
@@ -23,34 +24,73 @@ def check_names(key, names, known):
         )
 
 
-check_names("datasets", config["datasets"], REGISTRY)
-check_names("methods", config["methods"], METHOD_NAMES)
-check_names(
-    "adaptation.method_overrides",
-    config["adaptation"]["method_overrides"],
-    METHOD_NAMES,
-)
-
 MODELS = config["models"]
-DATASETS = config["datasets"]
 SEEDS = config["seeds"]
-ADAPTING = [m for m in config["methods"] if m != "zero-shot"]
 N_ADAPT = config["adaptation"]["n_samples"]
 SAMPLING = config["adaptation"]["sampling"]
-TASK = {d: task_for(d).name for d in DATASETS}
 DEMO_DATASETS = ["demo-digits", "demo-digit-scenes"]  # what build_demo_model trains on
 
+# The main grid (models x methods x datasets x seeds) plus every enabled experiment: a named
+# block of the papers' ablations and protocols (config `experiments`), e.g. TTRV Table 3.
+EXPERIMENTS = {name: e for name, e in config["experiments"].items() if e["enabled"]}
+MAIN_MODELS = [name for name, m in MODELS.items() if m.get("main_grid", True)]
+BLOCKS = [{"models": MAIN_MODELS, "methods": config["methods"], "datasets": config["datasets"]}]
+BLOCKS += list(EXPERIMENTS.values())
 
-def methods_for(dataset):
-    """Methods whose answers fit the dataset's task (MCQ rewards vote on letters, VR-TTRL on boxes)."""
-    return [m for m in ADAPTING if method_task(m) == TASK[dataset]]
+check_names("datasets", config["datasets"], REGISTRY)
+check_names("methods", config["methods"], METHOD_NAMES)
+check_names("adaptation.method_overrides", config["adaptation"]["method_overrides"], METHOD_NAMES)
+for name, block in EXPERIMENTS.items():
+    check_names(f"experiments.{name}.models", block.get("models", []), MODELS)
+    check_names(f"experiments.{name}.methods", block.get("methods", []), METHOD_NAMES)
+    pairs = [d for pair in block.get("cross", []) for d in pair]
+    check_names(f"experiments.{name}.datasets", block.get("datasets", []) + pairs, REGISTRY)
+
+DATASETS = sorted({d for b in BLOCKS for d in b.get("datasets", []) + [x for p in b.get("cross", []) for x in p]})
+ADAPTING = sorted({m for b in BLOCKS for m in b["methods"] if m != "zero-shot"})
+TASK = {d: task_for(d).family for d in DATASETS}
+
+if any("build" in m for m in MODELS.values()) and set(DATASETS) - set(DEMO_DATASETS):
+    raise ValueError(
+        "config: the built demo model is configured together with paper datasets. A --configfile is "
+        "merged into config/config.yaml; add --replace-workflow-config to use the paper config alone."
+    )
+
+
+def fits(method, dataset):
+    """A method's answers fit the dataset's task (MCQ rewards vote on letters, VR-TTRL on boxes)."""
+    return method != "zero-shot" and method_task(method) == TASK[dataset]
+
+
+def run_grid():
+    """Every evaluation as (model, method, train, target, seed): zero-shot rows have train "none";
+    `cross` pairs adapt on train and evaluate on target (TTRV Table 12)."""
+    runs = set()
+    for block in BLOCKS:
+        seeds = block.get("seeds", SEEDS)
+        pairs = [(d, d) for d in block.get("datasets", [])] + [tuple(p) for p in block.get("cross", [])]
+        for model in block.get("models", list(MODELS)):
+            for seed in seeds:
+                for train, target in pairs:
+                    if "zero-shot" in block["methods"]:
+                        runs.add((model, "zero-shot", "none", target, seed))
+                    runs.update((model, m, train, target, seed) for m in block["methods"] if fits(m, train))
+    return sorted(runs)
+
+
+RUNS = run_grid()
+
+
+def one_of(names):
+    """A wildcard regex matching exactly these names ("refcoco+-testA" holds a regex character)."""
+    return "|".join(re.escape(n) for n in names)
 
 
 wildcard_constraints:
-    model="|".join(MODELS),
-    dataset="|".join(REGISTRY),
-    target="|".join(DATASETS),
-    train="|".join(DATASETS + ["none"]),
+    model=one_of(MODELS),
+    dataset=one_of(REGISTRY),
+    target=one_of(DATASETS),
+    train=one_of(DATASETS + ["none"]),
     seed=r"\d+",
 
 
@@ -74,25 +114,17 @@ GRPO_METHODS = [m for m in ADAPTING if not is_per_sample(m)]
 
 
 def eval_dirs():
-    """In-domain evaluations: zero-shot on every dataset, each fitting method adapted and evaluated on it."""
-    dirs = []
-    for model in MODELS:
-        for dataset in DATASETS:
-            for seed in SEEDS:
-                dirs.append(f"results/eval/{model}/zero-shot/none/{dataset}/seed{seed}")
-                for method in methods_for(dataset):
-                    dirs.append(f"results/eval/{model}/{method}/{dataset}/{dataset}/seed{seed}")
-    return dirs
+    return [f"results/eval/{model}/{method}/{train}/{target}/seed{seed}" for model, method, train, target, seed in RUNS]
 
 
 def adapt_dirs():
-    return [
-        f"results/adapt/{model}/{method}/{dataset}/seed{seed}"
-        for model in MODELS
-        for dataset in DATASETS
-        for method in methods_for(dataset)
-        for seed in SEEDS
-    ]
+    """One adaptation per (model, method, train dataset, seed), whatever it is evaluated on."""
+    adapted = {(model, method, train, seed) for model, method, train, _, seed in RUNS if method != "zero-shot"}
+    return [f"results/adapt/{model}/{method}/{train}/seed{seed}" for model, method, train, seed in sorted(adapted)]
+
+
+def data_dirs():
+    return [f"results/data/{d}" for d in DATASETS]
 
 
 def get_final_output():

@@ -18,7 +18,7 @@ rule evaluate:
     benchmark:
         "results/benchmarks/evaluate/{model}/{method}/{train}/{target}/seed{seed}.tsv"
     wildcard_constraints:
-        method="|".join(["zero-shot"] + GRPO_METHODS),
+        method=one_of(["zero-shot"] + GRPO_METHODS),
     threads: 1
     resources:
         gpu=1,

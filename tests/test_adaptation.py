@@ -135,3 +135,10 @@ def test_rollout_backend_choice_is_explicit():
             rollout_backend("vllm")
     with pytest.raises(ValueError, match="auto, hf or vllm"):
         rollout_backend("sglang")
+
+
+def test_too_few_samples_for_a_step_is_a_clear_error(demo_data, tiny_model_dir, tmp_path):
+    model, processor = load_model(str(tiny_model_dir))
+    samples = select_adaptation_samples(load_manifest(demo_data, "test"), 2, seed=0)
+    with pytest.raises(ValueError, match="prompts_per_step=8"):
+        adapt(model, processor, samples, demo_data, resolve_method("ttrv"), tmp_path, seed=0)

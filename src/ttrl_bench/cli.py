@@ -20,9 +20,11 @@ def _n_adapt(value: str) -> int | str:
 def cmd_datasets_list(args) -> None:
     from .datasets.registry import REGISTRY
 
-    width = max(map(len, REGISTRY))
-    for spec in REGISTRY.values():
-        print(f"{spec.name:<{width}}  {spec.task:<11}  {spec.metric:<9}  {spec.source}")
+    rows = [("name", "task", "metric", "split", "paper column", "source")]
+    rows += [(s.name, s.task, s.metric, s.split, s.paper_name, s.source) for s in REGISTRY.values()]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
 
 
 def cmd_prepare_data(args) -> None:
@@ -107,7 +109,7 @@ def _evaluation_set(data_dir: Path, args):
 
     task = task_for(args.dataset)
     test = load_manifest(data_dir, "test")
-    if task.name == "mcq" and args.exclude_adaptation_samples:
+    if task.family == "mcq" and args.exclude_adaptation_samples:
         held_out = set(_adaptation_samples(data_dir, args.n_adapt, args.seed, args.sampling)["id"])
         test = test[~test["id"].isin(held_out)].reset_index(drop=True)
     if args.eval_samples != "all" and args.eval_samples < len(test):
@@ -180,7 +182,10 @@ def cmd_render_tables(args) -> None:
     mcq = runs[runs["metric"] == "accuracy"]
     ours = method_table(mcq)
     ours.to_csv(out / "ttrv_table1_layout.csv")
-    comparison = published_comparison(mcq, published, "ttrv", 1, json.loads(args.model_names), json.loads(args.dataset_names))
+    from .datasets.registry import REGISTRY
+
+    dataset_names = {name: spec.paper_name for name, spec in REGISTRY.items()} | json.loads(args.dataset_names)
+    comparison = published_comparison(mcq, published, "ttrv", 1, json.loads(args.model_names), dataset_names)
     comparison.to_csv(out / "ttrv_table1_vs_published.csv", index=False)
     reproduced = int((comparison["status"] == "reproduced").sum())
     text = (
@@ -322,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     log.info("ttrl-bench %s", " ".join(sys.argv[1:] if argv is None else argv))
     try:
         args.func(args)
-    except (FileNotFoundError, KeyError, ValueError, OSError) as err:
+    except (FileNotFoundError, KeyError, ValueError, OSError, NotImplementedError) as err:
         log.error("%s", err)
         return 1
     return 0

@@ -228,6 +228,12 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
           task=None) -> pd.DataFrame:
     """Run GRPO on `manifest`'s prompts with `method`'s reward; returns the per-step log."""
     hp = method["hyperparameters"]
+    if len(manifest) < hp.get("prompts_per_step", 1):
+        raise ValueError(
+            f"{len(manifest)} adaptation samples cannot fill one step of prompts_per_step="
+            f"{hp['prompts_per_step']}: lower adaptation.hyperparameters.<task>.prompts_per_step or raise "
+            "adaptation.n_samples"
+        )
     if hp.get("freeze_vision"):
         freeze_vision_tower(model)
     reward = GroupReward(method["reward"], method.get("reward_params", {}), hp["num_generations"], task)

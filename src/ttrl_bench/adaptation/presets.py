@@ -116,6 +116,23 @@ PRESETS: dict[str, dict | None] = {
         "per_sample": True,
         "source": "VR-TTRL ablation (anti-consensus)",
     },
+    # VR-TTRL Table 9: matching thresholds loose (0.3/20/50) and strict (0.7/5/15).
+    "vr-ttrl-loose-thresholds": {
+        "reward": "vr_ttrl_consensus",
+        "reward_params": {"thresholds": "loose", "anti": False},
+        "hyperparameters": VR_TTRL_HYPERPARAMETERS,
+        "task": "grounding",
+        "per_sample": True,
+        "source": "VR-TTRL Table 9 (loose)",
+    },
+    "vr-ttrl-strict-thresholds": {
+        "reward": "vr_ttrl_consensus",
+        "reward_params": {"thresholds": "strict", "anti": False},
+        "hyperparameters": VR_TTRL_HYPERPARAMETERS,
+        "task": "grounding",
+        "per_sample": True,
+        "source": "VR-TTRL Table 9 (strict)",
+    },
     # Vote-only baseline: the same N rollouts and consensus, no update; the pseudo-label answers.
     "vote-only": {
         "reward": "vr_ttrl_consensus",

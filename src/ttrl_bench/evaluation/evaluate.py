@@ -14,8 +14,6 @@ from ..generation.hf import generate_greedy
 
 log = logging.getLogger(__name__)
 
-PRIMARY_METRIC = {"mcq": "accuracy", "grounding": "box_giou"}
-
 
 def predictions_frame(raw: list[str], samples: pd.DataFrame, task) -> pd.DataFrame:
     """One row per sample: raw output, parse failure, and the task's parsed / gold / score columns."""
@@ -42,7 +40,7 @@ def write_evaluation(predictions: pd.DataFrame, task, out_dir: Path, extra: dict
     """predictions.parquet + metrics.json (primary metric in `metric`/`value`, all in `metrics`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     metrics = task.metrics(predictions)
-    primary = PRIMARY_METRIC[task.name]
+    primary = task.primary
     summary = {
         "metric": primary,
         "value": metrics[primary],

@@ -5,6 +5,7 @@ by the rewards' training log alike."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -12,14 +13,17 @@ import pandas as pd
 from ..datasets.registry import get_dataset
 from ..rewards import grounding
 from .extraction import extract_choice
-from .metrics import accuracy, giou_ciou_from_counts
+from .metrics import accuracy, giou_ciou_from_counts, smape_score
 
 
 class MCQTask:
-    """4-way multiple choice (recognition, VQA): the answer is an option letter."""
+    """4-way multiple choice (recognition, VQA): the answer is an option letter.
 
-    name = "mcq"
-    max_new_tokens_hint = 8
+    `family` groups tasks whose answers the same methods can vote on: "mcq" (discrete answers:
+    letters, numbers) or "grounding" (object lists); config sections and presets use it."""
+
+    family = "mcq"
+    primary = "accuracy"
 
     def parse(self, text: str, row: dict):
         return extract_choice(text, list(row["options"]))
@@ -60,8 +64,10 @@ class GroundingTask:
     """Referring grounding (VR-TTRL): the answer is a list of objects with a box and a point.
     Without SAM2 the masks are the boxes, so the metrics are called box_giou / box_ciou."""
 
-    name = "grounding"
-    max_new_tokens_hint = 128
+    family = "grounding"
+
+    def __init__(self, primary: str = "box_giou"):
+        self.primary = primary  # count_accuracy for the counting sets (PixMo-Count, CountBench)
 
     def parse(self, text: str, row: dict):
         return grounding.parse_objects(text)
@@ -102,7 +108,50 @@ class GroundingTask:
         return {"box_giou": 100 * giou, "box_ciou": 100 * ciou, "count_accuracy": 100 * predictions["correct"].mean()}
 
 
-TASKS = {"recognition": MCQTask(), "vqa": MCQTask(), "grounding": GroundingTask()}
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+
+
+class FreeformCountTask:
+    """Capture (TTRV Appendix A): a free-form count, scored by 1 - sMAPE. The answer is the first
+    number in the output (digits, or a number word up to twelve); none -> unparsable."""
+
+    family = "mcq"  # discrete answers: the voting rewards apply
+    primary = "smape_score"
+
+    def parse(self, text: str, row: dict):
+        if match := _NUMBER.search(text or ""):
+            return float(match.group())
+        words = [_NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", (text or "").lower()) if w in _NUMBER_WORDS]
+        return float(words[0]) if words else None
+
+    def gold(self, row: dict):
+        return float(row["answer"])
+
+    def score(self, parsed, gold) -> float:
+        return smape_score([parsed], [gold])
+
+    def format_rewards(self, texts: list[str]) -> list[float]:
+        return [0.0] * len(texts)
+
+    def prediction_columns(self, parsed: list, samples: pd.DataFrame) -> dict:
+        gold = [float(g) for g in samples["answer"]]
+        return {"parsed": parsed, "gold": gold, "correct": [p is not None and p == g for p, g in zip(parsed, gold)]}
+
+    def metrics(self, predictions: pd.DataFrame) -> dict[str, float]:
+        parsed = [None if pd.isna(p) else p for p in predictions["parsed"]]
+        return {"smape_score": 100 * smape_score(parsed, list(predictions["gold"])),
+                "exact_accuracy": 100 * predictions["correct"].mean()}
+
+
+TASKS = {
+    "recognition": MCQTask(),
+    "vqa": MCQTask(),
+    "counting-freeform": FreeformCountTask(),
+    "grounding": GroundingTask(),
+    "counting": GroundingTask(primary="count_accuracy"),
+}
 
 
 def task_for(dataset: str):

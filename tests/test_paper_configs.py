@@ -1,0 +1,60 @@
+"""Dry runs of the full-paper configs: the jobs each paper implies, counted by hand below."""
+
+import re
+
+import pytest
+
+from test_workflow import _copy_workflow, _snakemake
+
+ALL_TTRV_EXPERIMENTS = """experiments:
+  table3_reward_ablation: {enabled: true}
+  table5_random_reward: {enabled: true}
+  table7_qwen: {enabled: true}
+  table11_five_seeds: {enabled: true}
+  table12_cross_dataset: {enabled: true}
+"""
+ALL_VR_TTRL_EXPERIMENTS = """experiments:
+  table3_variants: {enabled: true}
+  table9_thresholds: {enabled: true}
+"""
+AGGREGATE = {"ingest_results": 1, "render_tables": 1, "plot_figures": 1, "audit_rewards": 1, "all": 1}
+
+CASES = {
+    # Tables 1-2: 16 datasets x 3 models; TTRV adapts 48 times, 48 zero-shot + 48 adapted evaluations
+    "ttrv": ("config/ttrv.yaml", None, {"prepare_data": 16, "adapt": 48, "evaluate": 96}),
+    # + Table 3: 3 more rewards x 3 datasets (9 adapt, 9 eval); Table 5: random reward x 2 (2, 2);
+    #   Table 7: Qwen x 4 datasets (4 adapt, 4 + 4 zero-shot eval); Table 11: seeds 1-4 x 5 datasets
+    #   (20 adapt, 20 + 20 eval); Table 12: 6 cross pairs reuse in-domain adaptations (0, 6)
+    "ttrv+experiments": ("config/ttrv.yaml", ALL_TTRV_EXPERIMENTS,
+                         {"prepare_data": 16, "adapt": 48 + 9 + 2 + 4 + 20, "evaluate": 96 + 9 + 2 + 8 + 40 + 6}),
+    # Table 2: 8 splits x 2 models; vote-only and VR-TTRL per sample (32 jobs), zero-shot 16
+    "vr-ttrl": ("config/vr-ttrl.yaml", None, {"prepare_data": 8, "adapt_per_sample": 32, "evaluate": 16}),
+    # + Table 3: 2 variants x 2 splits x 2 models (8); Table 9: 2 thresholds x 1 split x 1 model (2)
+    "vr-ttrl+experiments": ("config/vr-ttrl.yaml", ALL_VR_TTRL_EXPERIMENTS,
+                            {"prepare_data": 8, "adapt_per_sample": 42, "evaluate": 16}),
+    # 5 datasets x 1 model x 3 rewards x 3 seeds = 45 adaptations; 45 + 15 zero-shot evaluations
+    "dare": ("config/dare.yaml", None, {"prepare_data": 5, "adapt": 45, "evaluate": 60}),
+}
+
+
+def _job_counts(stdout: str) -> dict[str, int]:
+    table = stdout.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_dry_run_job_counts(case, tmp_path):
+    config, extra, expected = CASES[case]
+    work = _copy_workflow(tmp_path)
+    files = [config]
+    if extra:
+        (work / "extra.yaml").write_text(extra)
+        files.append("extra.yaml")
+    result = _snakemake(work, "-n", "--configfile", *files, "--replace-workflow-config")
+    assert _job_counts(result.stdout) == {**expected, **AGGREGATE}
+
+
+def test_paper_config_merged_into_the_demo_is_refused(tmp_path):
+    result = _snakemake(_copy_workflow(tmp_path), "-n", "--configfile", "config/ttrv.yaml", check=False)
+    assert result.returncode != 0
+    assert "--replace-workflow-config" in result.stdout + result.stderr

@@ -1,0 +1,67 @@
+"""A workflow killed mid-way and rerun continues from what finished and ends with the same
+results as an uninterrupted run."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from test_workflow import _copy_workflow, _snakemake
+from ttrl_bench.results.store import query
+
+SMALL = """\
+datasets: [demo-digits]
+methods: [zero-shot, ttrl-majority, ttrv]
+adaptation:
+  hyperparameters:
+    mcq: {num_generations: 4, max_completion_length: 6, learning_rate: 3.0e-5, epochs: 1}
+"""
+FIRST_DONE = "results/eval/demo/zero-shot/none/demo-digits/seed0/metrics.json"
+
+
+def _store(work: Path):
+    db = work / "results/benchmark.duckdb"
+    runs = query(db, "SELECT run_id, value, n, n_unparsable FROM runs ORDER BY run_id")
+    predictions = query(db, "SELECT run_id, id, raw_output FROM predictions ORDER BY run_id, id")
+    train_log = query(db, "SELECT method, step, reward_mean, rollout_accuracy FROM train_log ORDER BY method, step")
+    return runs, predictions, train_log
+
+
+@pytest.mark.workflow
+def test_killed_run_resumes_to_the_same_results(tmp_path):
+    killed, clean = tmp_path / "killed", tmp_path / "clean"
+    for work in (killed, clean):
+        work.mkdir()
+        _copy_workflow(work)
+        (work / "small.yaml").write_text(SMALL)
+    args = ["--cores", "2", "--workflow-profile", "workflow/profiles/default", "--configfile", "small.yaml"]
+
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    log = tmp_path / "killed.log"
+    with log.open("w") as sink:
+        process = subprocess.Popen([sys.executable, "-m", "snakemake", *args], cwd=killed, env=env,
+                                   stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 900
+        # kill once Snakemake has recorded the zero-shot evaluation as finished (the adaptations run on)
+        while not re.search(r"Finished jobid: \d+ \(Rule: evaluate\)", log.read_text()):
+            assert process.poll() is None, "the workflow ended before it could be killed:\n" + log.read_text()[-3000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        os.killpg(process.pid, signal.SIGKILL)  # the scheduler and every running job, mid-way
+    process.wait()
+    assert (killed / FIRST_DONE).exists() and not (killed / "results/benchmark.duckdb").exists()
+
+    # a killed Snakemake leaves its lock behind: what a user does next is unlock, then rerun
+    _snakemake(killed, "--unlock", "--configfile", "small.yaml")
+    rerun = _snakemake(killed, *args)
+    # what finished before the kill is not redone
+    assert f"output: {FIRST_DONE.replace('metrics.json', 'predictions.parquet')}" not in rerun.stdout + rerun.stderr
+
+    _snakemake(clean, *args)
+    for resumed, uninterrupted in zip(_store(killed), _store(clean)):
+        assert resumed.equals(uninterrupted)
