@@ -91,7 +91,6 @@ def bench_restore(quick: bool) -> pd.DataFrame:
     import torch
     from transformers import Qwen2_5_VLForConditionalGeneration
 
-    from ttrl_bench.models.loading import load_model
     from ttrl_bench.models.tiny import tiny_config, train_tokenizer
 
     rows = []
@@ -115,7 +114,6 @@ def bench_restore(quick: bool) -> pd.DataFrame:
             disk = timed(lambda: Qwen2_5_VLForConditionalGeneration.from_pretrained(path))
             rows.append({"model": label, "parameters": params, "restore_memory_s": memory, "reload_disk_s": disk,
                          "ratio_disk_over_memory": disk / memory})
-        del load_model  # the pipeline's loader adds the processor; the weights dominate
     return pd.DataFrame(rows)
 
 

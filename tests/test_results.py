@@ -92,3 +92,12 @@ def test_ingest_of_a_corrupt_job_file_names_it_and_keeps_the_old_store(tmp_path)
     with pytest.raises(ValueError, match="metrics.json: not valid JSON"):
         ingest(db, [eval_dir], [], [data_dir])
     assert query(db, "SELECT count(*) AS n FROM runs")["n"][0] == 1
+
+
+def test_ingest_names_a_missing_key(tmp_path):
+    eval_dir, data_dir = _write_job_outputs(tmp_path, 50.0)
+    metrics = json.loads((eval_dir / "metrics.json").read_text())
+    del metrics["config_hash"]
+    (eval_dir / "metrics.json").write_text(json.dumps(metrics))
+    with pytest.raises(ValueError, match=r"metrics.json: missing key\(s\) \['config_hash'\]"):
+        ingest(tmp_path / "b.duckdb", [eval_dir], [], [data_dir])

@@ -1,7 +1,6 @@
 """The demo through the SLURM profile on a real (one-node) SLURM cluster."""
 
 import os
-import subprocess
 
 import pytest
 

@@ -44,24 +44,25 @@ def accuracy_bars(runs: pd.DataFrame, path: Path) -> None:
 
 def training_curves(train_log: pd.DataFrame, path: Path, window: int = 10) -> None:
     """TTRV Figure 1 (right): rollout accuracy against the hidden labels and the entropy of the
-    answer distribution per adaptation step, as a running mean over `window` steps (each step
-    sees different prompts); mean over seeds with a min-max band."""
+    answer distribution per adaptation step (per generation round for VR-TTRL, averaged over its
+    samples), as a running mean over `window` steps since each step sees different prompts; mean
+    over seeds with a min-max band."""
     fig, axes = plt.subplots(1, 2, figsize=(8, 3))
     for (model, method, dataset), frame in train_log.groupby(["model", "method", "train_dataset"]):
         for ax, column, label in (
             (axes[0], "rollout_accuracy", "rollout accuracy"),
             (axes[1], "answer_entropy", "answer entropy (nats)"),
         ):
-            smoothed = frame.sort_values("step").assign(
-                value=lambda f: f.groupby("seed")[column].transform(lambda s: s.rolling(window, min_periods=1).mean())
-            )
-            stats = smoothed.groupby("step")["value"].agg(["mean", "min", "max"])
-            line = ax.plot(stats.index, stats["mean"], label=f"{METHOD_LABELS.get(method, method)} ({dataset})")
+            # per seed and step (VR-TTRL: mean over its samples), then a running mean over steps
+            per_step = frame.groupby(["seed", "step"], as_index=False)[column].mean().sort_values("step")
+            per_step["value"] = per_step.groupby("seed")[column].transform(lambda v: v.rolling(window, min_periods=1).mean())
+            stats = per_step.groupby("step")["value"].agg(["mean", "min", "max"])
+            line = ax.plot(stats.index, stats["mean"], label=f"{model}: {METHOD_LABELS.get(method, method)} ({dataset})")
             ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.15, color=line[0].get_color())
             ax.set_xlabel("adaptation step")
-            ax.set_ylabel(f"{label}, {window}-step mean")
+            ax.set_ylabel(label)
     axes[0].legend(fontsize=7)
-    fig.suptitle("Adaptation dynamics (hidden labels used for plotting only)", fontsize=9)
+    fig.suptitle(f"Adaptation dynamics, {window}-step running mean (hidden labels used for plotting only)", fontsize=9)
     _save(fig, path)
 
 

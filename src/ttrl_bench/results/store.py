@@ -21,6 +21,16 @@ log = logging.getLogger(__name__)
 PUBLISHED_CSV = files("ttrl_bench.results") / "data" / "published.csv"
 
 
+# What one row of `runs` / `prep_stats` holds, read from each job's metrics.json / prep_stats.json.
+RUN_COLUMNS = (
+    "run_id", "model", "method", "train_dataset", "target_dataset", "n_adapt", "sampling", "seed", "metric",
+    "value", "n", "n_unparsable", "eval_seconds", "adapt_seconds", "seconds_per_sample", "config_hash",
+    "git_revision", "versions",
+)
+OPTIONAL_RUN_COLUMNS = {"adapt_seconds", "seconds_per_sample"}  # absent for zero-shot rows
+PREP_COLUMNS = ("dataset", "original", "kept", "resolution_rule")
+
+
 def _read_json(path: Path) -> dict:
     try:
         return json.loads(path.read_text())
@@ -32,28 +42,13 @@ def _frames(eval_dirs: list[Path], adapt_dirs: list[Path], data_dirs: list[Path]
     runs, metric_rows, predictions, train_logs, prep = [], [], [], [], []
     for d in eval_dirs:
         metrics = _read_json(d / "metrics.json")
-        runs.append(
-            {
-                "run_id": metrics["run_id"],
-                "model": metrics["model"],
-                "method": metrics["method"],
-                "train_dataset": metrics["train_dataset"],
-                "target_dataset": metrics["target_dataset"],
-                "n_adapt": str(metrics["n_adapt"]),
-                "sampling": metrics["sampling"],
-                "seed": metrics["seed"],
-                "metric": metrics["metric"],
-                "value": metrics["value"],
-                "n": metrics["n"],
-                "n_unparsable": metrics["n_unparsable"],
-                "eval_seconds": metrics["eval_seconds"],
-                "adapt_seconds": metrics.get("adapt_seconds"),
-                "seconds_per_sample": metrics.get("seconds_per_sample"),
-                "config_hash": metrics["config_hash"],
-                "git_revision": metrics["git_revision"],
-                "versions": json.dumps(metrics["versions"], sort_keys=True),
-            }
-        )
+        missing = set(RUN_COLUMNS) - set(metrics) - OPTIONAL_RUN_COLUMNS
+        if missing:
+            raise ValueError(f"{d / 'metrics.json'}: missing key(s) {sorted(missing)}; rerun the job that wrote it")
+        run = {key: metrics.get(key) for key in RUN_COLUMNS}
+        run["n_adapt"] = str(run["n_adapt"])  # an int or "all"
+        run["versions"] = json.dumps(metrics["versions"], sort_keys=True)
+        runs.append(run)
         metric_rows.extend({"run_id": metrics["run_id"], "metric": k, "value": v} for k, v in metrics["metrics"].items())
         frame = pd.read_parquet(d / "predictions.parquet")
         frame.insert(0, "run_id", metrics["run_id"])
@@ -66,15 +61,7 @@ def _frames(eval_dirs: list[Path], adapt_dirs: list[Path], data_dirs: list[Path]
         train_logs.append(frame)
     for d in data_dirs:
         stats = _read_json(d / "prep_stats.json")
-        prep.append(
-            {
-                "dataset": stats["dataset"],
-                "original": stats["original"],
-                "kept": stats["kept"],
-                "dropped": json.dumps(stats["dropped"], sort_keys=True),
-                "resolution_rule": stats["resolution_rule"],
-            }
-        )
+        prep.append({**{key: stats[key] for key in PREP_COLUMNS}, "dropped": json.dumps(stats["dropped"], sort_keys=True)})
     return {
         "runs": pd.DataFrame(runs),
         "metrics": pd.DataFrame(metric_rows),
