@@ -3,19 +3,18 @@ rule adapt:
         model=get_base_model_input,
         data="results/data/{dataset}/manifest.parquet",
     output:
-        model=temp(directory("results/adapt/{model}/{method}/{dataset}/seed{seed}/model")),
-        train_log="results/adapt/{model}/{method}/{dataset}/seed{seed}/train_log.parquet",
-        run="results/adapt/{model}/{method}/{dataset}/seed{seed}/run.json",
+        model=temp(directory("results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/model")),
+        train_log="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/train_log.parquet",
+        run="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/run.json",
     params:
         cli=TTRL_BENCH,
         source=get_model_source,
         method=get_method_json,
-        n_adapt=N_ADAPT,
-        sampling=SAMPLING,
+        protocol=get_protocol_flags,
     log:
-        "logs/adapt/{model}/{method}/{dataset}/seed{seed}.log",
+        "logs/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}.log",
     benchmark:
-        "results/benchmarks/adapt/{model}/{method}/{dataset}/seed{seed}.tsv"
+        "results/benchmarks/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}.tsv"
     wildcard_constraints:
         method=one_of(GRPO_METHODS) or "(?!)",
     threads: 1
@@ -28,9 +27,9 @@ rule adapt:
     shell:
         "OMP_NUM_THREADS={threads} {params.cli} adapt --model-source {params.source:q}"
         " --model-name {wildcards.model} --method {wildcards.method} --dataset {wildcards.dataset}"
-        " --data results/data/{wildcards.dataset} --n-adapt {params.n_adapt} --sampling {params.sampling}"
+        " --data results/data/{wildcards.dataset} {params.protocol}"
         " --seed {wildcards.seed} --method-json {params.method:q}"
-        " --out results/adapt/{wildcards.model}/{wildcards.method}/{wildcards.dataset}/seed{wildcards.seed}"
+        " --out results/adapt/{wildcards.model}/{wildcards.method}/{wildcards.dataset}/{wildcards.protocol}/seed{wildcards.seed}"
         " > {log} 2>&1"
 
 
@@ -39,19 +38,20 @@ rule adapt_per_sample:
         model=get_base_model_input,
         data="results/data/{dataset}/manifest.parquet",
     output:
-        predictions="results/eval/{model}/{method}/{dataset}/{dataset}/seed{seed}/predictions.parquet",
-        metrics="results/eval/{model}/{method}/{dataset}/{dataset}/seed{seed}/metrics.json",
-        train_log="results/adapt/{model}/{method}/{dataset}/seed{seed}/train_log.parquet",
-        run="results/adapt/{model}/{method}/{dataset}/seed{seed}/run.json",
+        predictions="results/eval/{model}/{method}/{dataset}/{dataset}/{protocol}/seed{seed}/predictions.parquet",
+        metrics="results/eval/{model}/{method}/{dataset}/{dataset}/{protocol}/seed{seed}/metrics.json",
+        train_log="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/train_log.parquet",
+        run="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/run.json",
     params:
         cli=TTRL_BENCH,
         source=get_model_source,
         method=get_method_json,
+        protocol=get_protocol_flags,
         eval_flags=get_eval_flags,
     log:
-        "logs/adapt_per_sample/{model}/{method}/{dataset}/seed{seed}.log",
+        "logs/adapt_per_sample/{model}/{method}/{dataset}/{protocol}/seed{seed}.log",
     benchmark:
-        "results/benchmarks/adapt_per_sample/{model}/{method}/{dataset}/seed{seed}.tsv"
+        "results/benchmarks/adapt_per_sample/{model}/{method}/{dataset}/{protocol}/seed{seed}.tsv"
     wildcard_constraints:
         method=one_of(PER_SAMPLE) or "(?!)",
     threads: 1
@@ -64,8 +64,8 @@ rule adapt_per_sample:
     shell:
         "OMP_NUM_THREADS={threads} {params.cli} adapt-per-sample --model-source {params.source:q}"
         " --model-name {wildcards.model} --method {wildcards.method} --dataset {wildcards.dataset}"
-        " --data results/data/{wildcards.dataset} --seed {wildcards.seed} {params.eval_flags}"
+        " --data results/data/{wildcards.dataset} {params.protocol} --seed {wildcards.seed} {params.eval_flags}"
         " --method-json {params.method:q}"
-        " --adapt-out results/adapt/{wildcards.model}/{wildcards.method}/{wildcards.dataset}/seed{wildcards.seed}"
-        " --out results/eval/{wildcards.model}/{wildcards.method}/{wildcards.dataset}/{wildcards.dataset}/seed{wildcards.seed}"
+        " --adapt-out results/adapt/{wildcards.model}/{wildcards.method}/{wildcards.dataset}/{wildcards.protocol}/seed{wildcards.seed}"
+        " --out results/eval/{wildcards.model}/{wildcards.method}/{wildcards.dataset}/{wildcards.dataset}/{wildcards.protocol}/seed{wildcards.seed}"
         " > {log} 2>&1"

@@ -45,13 +45,16 @@ rule render_tables:
         cli=TTRL_BENCH,
         models=get_paper_model_names(),
         datasets=json.dumps(config["tables"]["dataset_names"]),
+        n_adapt=N_ADAPT,
+        sampling=SAMPLING,
     log:
         "logs/render_tables.log",
     conda:
         "../envs/cpu.yaml"
     shell:
         "{params.cli} render-tables --db {input} --out-dir results/tables"
-        " --model-names {params.models:q} --dataset-names {params.datasets:q} > {log} 2>&1"
+        " --model-names {params.models:q} --dataset-names {params.datasets:q}"
+        " --n-adapt {params.n_adapt} --sampling {params.sampling} > {log} 2>&1"
 
 
 rule plot_figures:

@@ -62,19 +62,33 @@ def fits(method, dataset):
     return method != "zero-shot" and method_task(method) == TASK[dataset]
 
 
+def protocol(block):
+    """The adaptation-set protocol as a path level: n<samples>_<sampling>, e.g. n20_random."""
+    return f"n{block.get('n_samples', N_ADAPT)}_{block.get('sampling', SAMPLING)}"
+
+
+MAIN_PROTOCOL = protocol({})
+
+
+def zero_shot_protocol(proto):
+    """A zero-shot row depends on the protocol only through the excluded adaptation samples:
+    without exclusion every protocol shares the main grid's zero-shot evaluation."""
+    return proto if config["evaluation"]["exclude_adaptation_samples"] else MAIN_PROTOCOL
+
+
 def run_grid():
-    """Every evaluation as (model, method, train, target, seed): zero-shot rows have train "none";
-    `cross` pairs adapt on train and evaluate on target (TTRV Table 12)."""
+    """Every evaluation as (model, method, train, target, protocol, seed): zero-shot rows have
+    train "none"; `cross` pairs adapt on train and evaluate on target (TTRV Table 12)."""
     runs = set()
     for block in BLOCKS:
-        seeds = block.get("seeds", SEEDS)
+        seeds, proto = block.get("seeds", SEEDS), protocol(block)
         pairs = [(d, d) for d in block.get("datasets", [])] + [tuple(p) for p in block.get("cross", [])]
         for model in block.get("models", list(MODELS)):
             for seed in seeds:
                 for train, target in pairs:
                     if "zero-shot" in block["methods"]:
-                        runs.add((model, "zero-shot", "none", target, seed))
-                    runs.update((model, m, train, target, seed) for m in block["methods"] if fits(m, train))
+                        runs.add((model, "zero-shot", "none", target, zero_shot_protocol(proto), seed))
+                    runs.update((model, m, train, target, proto, seed) for m in block["methods"] if fits(m, train))
     return sorted(runs)
 
 
@@ -91,6 +105,7 @@ wildcard_constraints:
     dataset=one_of(REGISTRY),
     target=one_of(DATASETS),
     train=one_of(DATASETS + ["none"]),
+    protocol=r"n(\d+|all)_(random|biased-\d+)",
     seed=r"\d+",
 
 
@@ -114,13 +129,13 @@ GRPO_METHODS = [m for m in ADAPTING if not is_per_sample(m)]
 
 
 def eval_dirs():
-    return [f"results/eval/{model}/{method}/{train}/{target}/seed{seed}" for model, method, train, target, seed in RUNS]
+    return [f"results/eval/{m}/{method}/{train}/{target}/{p}/seed{seed}" for m, method, train, target, p, seed in RUNS]
 
 
 def adapt_dirs():
-    """One adaptation per (model, method, train dataset, seed), whatever it is evaluated on."""
-    adapted = {(model, method, train, seed) for model, method, train, _, seed in RUNS if method != "zero-shot"}
-    return [f"results/adapt/{model}/{method}/{train}/seed{seed}" for model, method, train, seed in sorted(adapted)]
+    """One adaptation per (model, method, train dataset, protocol, seed), whatever it is evaluated on."""
+    adapted = {(m, method, train, p, seed) for m, method, train, _, p, seed in RUNS if method != "zero-shot"}
+    return [f"results/adapt/{m}/{method}/{train}/{p}/seed{seed}" for m, method, train, p, seed in sorted(adapted)]
 
 
 def data_dirs():
@@ -151,14 +166,14 @@ def get_base_model_input(wildcards):
 def get_eval_model_input(wildcards):
     if wildcards.method == "zero-shot":
         return {"model": get_base_model_input(wildcards)}
-    run = f"results/adapt/{wildcards.model}/{wildcards.method}/{wildcards.train}/seed{wildcards.seed}"
+    run = f"results/adapt/{wildcards.model}/{wildcards.method}/{wildcards.train}/{wildcards.protocol}/seed{wildcards.seed}"
     return {"model": f"{run}/model", "run": f"{run}/run.json"}
 
 
 def get_eval_model_source(wildcards):
     if wildcards.method == "zero-shot":
         return MODELS[wildcards.model]["source"]
-    return f"results/adapt/{wildcards.model}/{wildcards.method}/{wildcards.train}/seed{wildcards.seed}/model"
+    return f"results/adapt/{wildcards.model}/{wildcards.method}/{wildcards.train}/{wildcards.protocol}/seed{wildcards.seed}/model"
 
 
 def get_adapt_run_flag(wildcards, input):
@@ -167,6 +182,11 @@ def get_adapt_run_flag(wildcards, input):
 
 def get_method_json(wildcards):
     return json.dumps(METHOD_SPECS[wildcards.method])
+
+
+def get_protocol_flags(wildcards):
+    n_samples, sampling = wildcards.protocol[1:].split("_", 1)
+    return f"--n-adapt {n_samples} --sampling {sampling}"
 
 
 def get_eval_flags(wildcards):

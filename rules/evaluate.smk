@@ -3,20 +3,19 @@ rule evaluate:
         unpack(get_eval_model_input),
         data="results/data/{target}/manifest.parquet",
     output:
-        predictions="results/eval/{model}/{method}/{train}/{target}/seed{seed}/predictions.parquet",
-        metrics="results/eval/{model}/{method}/{train}/{target}/seed{seed}/metrics.json",
+        predictions="results/eval/{model}/{method}/{train}/{target}/{protocol}/seed{seed}/predictions.parquet",
+        metrics="results/eval/{model}/{method}/{train}/{target}/{protocol}/seed{seed}/metrics.json",
     params:
         cli=TTRL_BENCH,
         source=get_eval_model_source,
         adapt_run=get_adapt_run_flag,
-        n_adapt=N_ADAPT,
-        sampling=SAMPLING,
+        protocol=get_protocol_flags,
         eval_flags=get_eval_flags,
         batch_size=config["evaluation"]["batch_size"],
     log:
-        "logs/evaluate/{model}/{method}/{train}/{target}/seed{seed}.log",
+        "logs/evaluate/{model}/{method}/{train}/{target}/{protocol}/seed{seed}.log",
     benchmark:
-        "results/benchmarks/evaluate/{model}/{method}/{train}/{target}/seed{seed}.tsv"
+        "results/benchmarks/evaluate/{model}/{method}/{train}/{target}/{protocol}/seed{seed}.tsv"
     wildcard_constraints:
         method=one_of(["zero-shot"] + GRPO_METHODS),
     threads: 1
@@ -30,7 +29,7 @@ rule evaluate:
         "OMP_NUM_THREADS={threads} {params.cli} evaluate --model-source {params.source:q}"
         " --model-name {wildcards.model} --method {wildcards.method} --train-dataset {wildcards.train}"
         " --dataset {wildcards.target} --data results/data/{wildcards.target} {params.adapt_run}"
-        " --n-adapt {params.n_adapt} --sampling {params.sampling} --seed {wildcards.seed} {params.eval_flags}"
+        " {params.protocol} --seed {wildcards.seed} {params.eval_flags}"
         " --batch-size {params.batch_size}"
-        " --out results/eval/{wildcards.model}/{wildcards.method}/{wildcards.train}/{wildcards.target}/seed{wildcards.seed}"
+        " --out results/eval/{wildcards.model}/{wildcards.method}/{wildcards.train}/{wildcards.target}/{wildcards.protocol}/seed{wildcards.seed}"
         " > {log} 2>&1"

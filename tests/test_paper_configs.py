@@ -8,6 +8,10 @@ from test_workflow import _copy_workflow, _snakemake
 
 ALL_TTRV_EXPERIMENTS = """experiments:
   table3_reward_ablation: {enabled: true}
+  table4_random_sampling: {enabled: true}
+  table4_biased_sampling: {enabled: true}
+  table6_one_sample: {enabled: true}
+  table9_500_samples: {enabled: true}
   table5_random_reward: {enabled: true}
   table7_qwen: {enabled: true}
   table11_five_seeds: {enabled: true}
@@ -15,6 +19,8 @@ ALL_TTRV_EXPERIMENTS = """experiments:
 """
 ALL_VR_TTRL_EXPERIMENTS = """experiments:
   table3_variants: {enabled: true}
+  table7_rollouts: {enabled: true}
+  table8_updates: {enabled: true}
   table9_thresholds: {enabled: true}
 """
 AGGREGATE = {"ingest_results": 1, "render_tables": 1, "plot_figures": 1, "audit_rewards": 1, "all": 1}
@@ -22,16 +28,20 @@ AGGREGATE = {"ingest_results": 1, "render_tables": 1, "plot_figures": 1, "audit_
 CASES = {
     # Tables 1-2: 16 datasets x 3 models; TTRV adapts 48 times, 48 zero-shot + 48 adapted evaluations
     "ttrv": ("config/ttrv.yaml", None, {"prepare_data": 16, "adapt": 48, "evaluate": 96}),
-    # + Table 3: 3 more rewards x 3 datasets (9 adapt, 9 eval); Table 5: random reward x 2 (2, 2);
-    #   Table 7: Qwen x 4 datasets (4 adapt, 4 + 4 zero-shot eval); Table 11: seeds 1-4 x 5 datasets
-    #   (20 adapt, 20 + 20 eval); Table 12: 6 cross pairs reuse in-domain adaptations (0, 6)
+    # + Table 3: 3 more rewards x 3 datasets (9 adapt, 9 eval); Table 4: InternVL3-4B x 2 datasets,
+    #   random (2 adapt, 2 + 2 zero-shot eval) and biased-4 (2, 2: zero-shot is shared without
+    #   exclusion); Table 5: random reward x 2 (2, 2); Table 6: n = 1 x 4 datasets (4, 4);
+    #   Table 7: Qwen x 4 datasets (4, 4 + 4); Table 9: n = 500 x 2 models x 8 datasets (16, 16);
+    #   Table 11: seeds 1-4 x 5 datasets (20, 20 + 20); Table 12: 6 cross pairs (0, 6)
     "ttrv+experiments": ("config/ttrv.yaml", ALL_TTRV_EXPERIMENTS,
-                         {"prepare_data": 16, "adapt": 48 + 9 + 2 + 4 + 20, "evaluate": 96 + 9 + 2 + 8 + 40 + 6}),
+                         {"prepare_data": 16, "adapt": 48 + 9 + 4 + 2 + 4 + 4 + 16 + 20,
+                          "evaluate": 96 + 9 + 6 + 2 + 4 + 8 + 16 + 40 + 6}),
     # Table 2: 8 splits x 2 models; vote-only and VR-TTRL per sample (32 jobs), zero-shot 16
     "vr-ttrl": ("config/vr-ttrl.yaml", None, {"prepare_data": 8, "adapt_per_sample": 32, "evaluate": 16}),
-    # + Table 3: 2 variants x 2 splits x 2 models (8); Table 9: 2 thresholds x 1 split x 1 model (2)
+    # + Table 3: 2 variants x 2 splits x 2 models (8); Table 7: 16 and 32 rollouts (2);
+    #   Table 8: 1, 2, 3, 10, 15 updates (5; 5 updates is VR-TTRL itself); Table 9: 2 thresholds (2)
     "vr-ttrl+experiments": ("config/vr-ttrl.yaml", ALL_VR_TTRL_EXPERIMENTS,
-                            {"prepare_data": 8, "adapt_per_sample": 42, "evaluate": 16}),
+                            {"prepare_data": 8, "adapt_per_sample": 32 + 8 + 2 + 5 + 2, "evaluate": 16}),
     # 5 datasets x 1 model x 3 rewards x 3 seeds = 45 adaptations; 45 + 15 zero-shot evaluations
     "dare": ("config/dare.yaml", None, {"prepare_data": 5, "adapt": 45, "evaluate": 60}),
 }

@@ -67,7 +67,7 @@ def test_demo_produces_store_tables_and_figures(demo_run):
         assert (demo_run / f"results/figures/{figure}.png").stat().st_size > 10_000
         assert (demo_run / f"results/figures/{figure}.pdf").exists()
     # adapted weights are temp(): gone once evaluated
-    assert not (demo_run / "results/adapt/demo/ttrv/demo-digits/seed0/model").exists()
+    assert not (demo_run / "results/adapt/demo/ttrv/demo-digits/n20_random/seed0/model").exists()
 
 
 @pytest.mark.workflow

@@ -60,7 +60,7 @@ def _adaptation_samples(data_dir: Path, n_adapt, seed: int, sampling: str):
 
 def _run_identity(args, train_dataset: str, target_dataset: str) -> dict:
     return {
-        "run_id": f"{args.model_name}/{args.method}/{train_dataset}/{target_dataset}/seed{args.seed}",
+        "run_id": f"{args.model_name}/{args.method}/{train_dataset}/{target_dataset}/n{args.n_adapt}_{args.sampling}/seed{args.seed}",
         "model": args.model_name,
         "method": args.method,
         "train_dataset": train_dataset,
@@ -178,6 +178,8 @@ def cmd_render_tables(args) -> None:
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     runs = query(Path(args.db), "SELECT * FROM runs")
+    # Table 1 layout: the main protocol only (other n / sampling belong to Tables 4, 6, 9)
+    runs = runs[(runs["n_adapt"] == str(args.n_adapt)) & (runs["sampling"] == args.sampling)]
     published = query(Path(args.db), "SELECT * FROM published")
     mcq = runs[runs["metric"] == "accuracy"]
     ours = method_table(mcq)
@@ -301,6 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-dir", required=True)
     p.add_argument("--model-names", default="{}", help="JSON: our model name -> paper's")
     p.add_argument("--dataset-names", default="{}", help="JSON: our dataset name -> paper's")
+    p.add_argument("--n-adapt", type=_n_adapt, default=20, help="the main grid's adaptation samples")
+    p.add_argument("--sampling", default="random", help="the main grid's sampling")
     p.set_defaults(func=cmd_render_tables)
 
     p = sub.add_parser("audit-reward", help="advantages each method's reward gives GRPO (TTRV diversity term)")

@@ -144,6 +144,14 @@ PRESETS: dict[str, dict | None] = {
     },
 }
 
+# VR-TTRL Table 7 (rollouts per round) and Table 8 (updates per image; 5 is the default).
+for _n in (16, 32):
+    PRESETS[f"vr-ttrl-{_n}-rollouts"] = {**PRESETS["vr-ttrl"], "source": "VR-TTRL Table 7",
+                                         "hyperparameters": {**VR_TTRL_HYPERPARAMETERS, "num_generations": _n}}
+for _k in (1, 2, 3, 10, 15):
+    PRESETS[f"vr-ttrl-{_k}-updates"] = {**PRESETS["vr-ttrl"], "source": "VR-TTRL Table 8",
+                                        "hyperparameters": {**VR_TTRL_HYPERPARAMETERS, "epochs": _k}}
+
 METHOD_NAMES = tuple(PRESETS)
 
 
