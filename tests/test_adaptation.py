@@ -142,3 +142,12 @@ def test_too_few_samples_for_a_step_is_a_clear_error(demo_data, tiny_model_dir, 
     samples = select_adaptation_samples(load_manifest(demo_data, "test"), 2, seed=0)
     with pytest.raises(ValueError, match="prompts_per_step=8"):
         adapt(model, processor, samples, demo_data, resolve_method("ttrv"), tmp_path, seed=0)
+
+
+def test_a_missing_local_model_is_named_before_any_download(tmp_path):
+    from ttrl_bench.models.loading import resolve_model_source
+
+    with pytest.raises(FileNotFoundError, match="models.<name>.source"):
+        resolve_model_source("results/models/not-built")
+    assert resolve_model_source("OpenGVLab/InternVL3-2B-hf") == "OpenGVLab/InternVL3-2B-hf"
+    assert resolve_model_source(str(tmp_path)) == str(tmp_path)

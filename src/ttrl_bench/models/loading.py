@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import torch
@@ -11,12 +10,16 @@ from transformers import AutoModelForImageTextToText, AutoProcessor
 
 
 def resolve_model_source(source: str) -> str:
-    """A local directory is used as is; anything else must be a Hub id, which needs the network
-    or a populated HF cache. Fail early with the key to set rather than deep inside transformers."""
+    """A local directory is used as is; anything else must be a Hub id ("org/name"), which needs
+    the network or a populated HF cache. Fail early, naming the key, rather than deep inside
+    transformers."""
     if Path(source).exists():
         return str(source)
-    if os.environ.get("HF_HUB_OFFLINE") == "1" and "/" not in source:
-        raise FileNotFoundError(f"model {source!r}: not a local path and not a Hub id (set `models.<name>.source`)")
+    if source.count("/") != 1 or source.startswith((".", "/", "~")):
+        raise FileNotFoundError(
+            f"model {source!r}: no such local directory, and not a Hub id (org/name); "
+            "check the config key models.<name>.source"
+        )
     return source
 
 
