@@ -172,6 +172,7 @@ def cmd_ingest(args) -> None:
 
 
 def cmd_render_tables(args) -> None:
+    from .datasets.registry import REGISTRY
     from .results.store import query
     from .results.tables import method_table, published_comparison, to_markdown
 
@@ -184,8 +185,6 @@ def cmd_render_tables(args) -> None:
     mcq = runs[runs["metric"] == "accuracy"]
     ours = method_table(mcq)
     ours.to_csv(out / "ttrv_table1_layout.csv")
-    from .datasets.registry import REGISTRY
-
     dataset_names = {name: spec.paper_name for name, spec in REGISTRY.items()} | json.loads(args.dataset_names)
     comparison = published_comparison(mcq, published, "ttrv", 1, json.loads(args.model_names), dataset_names)
     comparison.to_csv(out / "ttrv_table1_vs_published.csv", index=False)

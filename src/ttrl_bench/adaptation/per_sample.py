@@ -6,7 +6,6 @@ and answers with the pseudo-label."""
 
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 
@@ -19,8 +18,6 @@ from ..evaluation.tasks import GroundingTask
 from ..generation.hf import generate_greedy, generate_samples
 from ..rewards import grounding
 from .grpo import adapt
-
-log = logging.getLogger(__name__)
 
 
 def _predict_greedy(model, processor, row: dict, image, max_new_tokens: int) -> str:
