@@ -17,13 +17,15 @@ rule ingest_results:
         eval_dirs=eval_dirs(),
         adapt_dirs=adapt_dirs(),
         data_dirs=data_dirs(),
+        # read as they are: every job that writes one is upstream of the metrics above
+        benchmarks="results/benchmarks",
     log:
         "logs/ingest_results.log",
     conda:
         "../envs/cpu.yaml"
     shell:
         "{params.cli} ingest --db {output} --eval-dirs {params.eval_dirs} --adapt-dirs {params.adapt_dirs}"
-        " --data-dirs {params.data_dirs} > {log} 2>&1"
+        " --data-dirs {params.data_dirs} --benchmark-dir {params.benchmarks} > {log} 2>&1"
 
 
 rule render_tables:
@@ -41,6 +43,14 @@ rule render_tables:
             caption="../workflow/report/table1_published.rst",
             category="Tables",
         ),
+        # every published table as .md / .tex / .csv (ttrl_bench.results.paper_tables)
+        paper_tables=[f"results/tables/{paper}_table{n}.{ext}" for paper, n in PAPER_TABLES for ext in ("md", "tex", "csv")],
+        fidelity=report(
+            "results/tables/fidelity.md",
+            caption="../workflow/report/fidelity.rst",
+            category="Tables",
+        ),
+        fidelity_csv="results/tables/fidelity.csv",
     params:
         cli=TTRL_BENCH,
         models=get_paper_model_names(),
@@ -71,14 +81,30 @@ rule plot_figures:
             caption="../workflow/report/training_curves.rst",
             category="Figures",
         ),
+        cross=report(
+            "results/figures/cross_dataset.png",
+            caption="../workflow/report/cross_dataset.rst",
+            category="Figures",
+        ),
+        step_costs=report(
+            "results/figures/step_costs.png",
+            caption="../workflow/report/step_costs.rst",
+            category="Figures",
+        ),
     params:
         cli=TTRL_BENCH,
+        models=get_paper_model_names(),
+        datasets=json.dumps(config["tables"]["dataset_names"]),
+        n_adapt=N_ADAPT,
+        sampling=SAMPLING,
     log:
         "logs/plot_figures.log",
     conda:
         "../envs/cpu.yaml"
     shell:
-        "{params.cli} plot-figures --db {input} --out-dir results/figures > {log} 2>&1"
+        "{params.cli} plot-figures --db {input} --out-dir results/figures"
+        " --model-names {params.models:q} --dataset-names {params.datasets:q}"
+        " --n-adapt {params.n_adapt} --sampling {params.sampling} > {log} 2>&1"
 
 
 rule audit_rewards:

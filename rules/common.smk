@@ -6,6 +6,7 @@ from snakemake.utils import min_version, validate
 from ttrl_bench.adaptation.presets import METHOD_NAMES, is_per_sample, method_task, resolve_method
 from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.evaluation.tasks import task_for
+from ttrl_bench.results.paper_tables import PAPER_TABLES
 
 min_version("9.0")
 
@@ -38,6 +39,7 @@ BLOCKS = [{"models": MAIN_MODELS, "methods": config["methods"], "datasets": conf
 BLOCKS += list(EXPERIMENTS.values())
 
 check_names("datasets", config["datasets"], REGISTRY)
+check_names("data.sources", config["data"]["sources"], REGISTRY)
 check_names("methods", config["methods"], METHOD_NAMES)
 check_names("adaptation.method_overrides", config["adaptation"]["method_overrides"], METHOD_NAMES)
 for name, block in EXPERIMENTS.items():
@@ -146,8 +148,11 @@ def get_final_output():
     return [
         "results/benchmark.duckdb",
         "results/tables/ttrv_table1_layout.md",
+        "results/tables/fidelity.md",
         "results/figures/accuracy.png",
         "results/figures/training_curves.png",
+        "results/figures/cross_dataset.png",
+        "results/figures/step_costs.png",
         "results/audit/reward_audit.png",
     ]
 

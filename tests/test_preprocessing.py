@@ -9,6 +9,7 @@ from PIL import Image
 from ttrl_bench.datasets.preprocessing import (
     mcq_options,
     recognition_prompt,
+    vqa_prompt,
     resolution_verdict,
     sample_rng,
 )
@@ -117,3 +118,12 @@ def test_sampling_errors_name_the_problem(test_split):
         select_adaptation_samples(test_split, 15, seed=0, strategy="biased-1")
     with pytest.raises(ValueError, match="biased-<k>"):
         select_adaptation_samples(test_split, 5, seed=0, strategy="stratified")
+
+
+def test_vqa_prompt_letter_phrases_follow_the_option_count():
+    two = vqa_prompt("Is it red?", ["No", "Yes"], "options")
+    assert "option letter (A or B)." in two
+    five = vqa_prompt("Which?", list("vwxyz"), "options")
+    assert "option letter (A, B, C, D, or E)." in five and five.endswith("\nOptions:\nA. v\nB. w\nC. x\nD. y\nE. z")
+    assert vqa_prompt("What is x?", [], "options") == (
+        "What is x?\nAnswer the question with a single word or number. Do not include any explanation or extra text.")

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from ttrl_bench.results.store import ingest, query
-from ttrl_bench.results.tables import method_table, published_comparison, to_markdown
+from ttrl_bench.results.tables import method_table, to_markdown
 
 
 def _run(model, method, train, target, value, seed=0):
@@ -35,19 +35,7 @@ def test_method_table_has_base_method_and_delta_rows(runs):
     assert table.loc["Δ TTRV"].tolist() == [15.0, -1.0, 7.0]
 
 
-def test_published_comparison_marks_reproduced_cells(runs):
-    published = pd.DataFrame(
-        [
-            {"paper": "ttrv", "table": 1, "model": "InternVL3-2B", "method": "zero-shot", "dataset": "DTD", "metric": "top1_acc", "value": 30.0},
-            {"paper": "ttrv", "table": 1, "model": "InternVL3-2B", "method": "ttrv", "dataset": "DTD", "metric": "top1_acc", "value": 56.5},
-            {"paper": "ttrv", "table": 1, "model": "InternVL3-2B", "method": "ttrv", "dataset": "Mean", "metric": "top1_acc", "value": 60.0},
-            {"paper": "ttrv", "table": 1, "model": "GPT-4o", "method": "zero-shot", "dataset": "DTD", "metric": "top1_acc", "value": 92.3},
-        ]
-    )
-    out = published_comparison(runs, published, "ttrv", 1, {"m": "InternVL3-2B"}, {"dtd": "DTD", "food": "Food101"})
-    assert out["status"].tolist() == ["reproduced", "reproduced", "reproduced", "not run"]
-    assert out["ours"].tolist()[:3] == [40.0, 55.0, 57.0]  # Mean over our in-domain datasets
-    assert out["delta"].tolist()[:3] == pytest.approx([10.0, -1.5, -3.0])
+# The published comparison of every table: tests/test_paper_tables.py.
 
 
 def test_markdown_renders_missing_values_as_dash():

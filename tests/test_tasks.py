@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from ttrl_bench.evaluation.evaluate import predictions_frame
-from ttrl_bench.evaluation.tasks import GroundingTask, MCQTask, box_mask
+from ttrl_bench.evaluation.tasks import FreeformCountTask, GroundingTask, MCQTask, box_mask
 
 
 def test_mcq_predictions_and_accuracy():
@@ -50,3 +50,30 @@ def test_grounding_format_rewards_add_up():
     text = '<think>one digit.</think><answer>[{"bbox_2d": [0, 0, 14, 28], "point_2d": [7, 14]}]</answer>'
     # thinking format 1 + answer format 2 + non-repeat 1
     assert GroundingTask().format_rewards([text, "garbage"]) == [4.0, 1.0]
+
+
+def test_free_form_vqa_rows_compare_short_answers():
+    # MathVista: one multiple-choice row (5 options) and one free-form row (no options)
+    samples = pd.DataFrame({"id": ["mc", "ff", "ff2"], "options": [["15", "30", "45", "60", "90"], [], []],
+                            "answer": ["E", "3.5", "cube"]})
+    frame = predictions_frame(["(E) 90", "The answer is 3.50.", "**Cube**"], samples, MCQTask())
+    assert frame["parsed"].tolist() == ["E", "3.50", "Cube"]
+    assert frame["correct"].tolist() == [True, True, True]
+    frame = predictions_frame(["F", "3.6", ""], samples, MCQTask())  # F is not among 5 options
+    assert frame["parse_failure"].tolist() == [True, False, True]
+    assert MCQTask().metrics(frame) == {"accuracy": 0.0}
+
+
+def test_capture_reads_the_boxed_count_first():
+    task = FreeformCountTask()
+    # "reason step by step" outputs mention other numbers before the boxed answer
+    assert task.parse("There are 3 rows of 4 pairs, so \\boxed{12}.", {}) == 12.0
+    assert task.parse("I count seven.", {}) == 7.0
+    assert task.parse("no idea", {}) is None
+
+
+def test_counting_rows_score_against_their_count_column():
+    samples = pd.DataFrame({"id": ["a"], "boxes": [[]], "points": [[]], "count": [2], "width": [56], "height": [56]})
+    two = '<answer>[{"bbox_2d": [0, 0, 9, 9], "point_2d": [4, 4]}, {"bbox_2d": [20, 20, 29, 29], "point_2d": [24, 24]}]</answer>'
+    frame = predictions_frame([two], samples, GroundingTask(primary="count_accuracy"))
+    assert frame["correct"].tolist() == [True]

@@ -30,7 +30,7 @@ def cmd_datasets_list(args) -> None:
 def cmd_prepare_data(args) -> None:
     from .datasets.prepare import prepare_dataset
 
-    stats = prepare_dataset(args.dataset, Path(args.out), args.seed, args.resolution_rule)
+    stats = prepare_dataset(args.dataset, Path(args.out), args.seed, args.resolution_rule, json.loads(args.source_json))
     log.info("prepared %s: %s", args.dataset, stats)
 
 
@@ -167,48 +167,84 @@ def cmd_ingest(args) -> None:
     from .results.store import ingest
 
     counts = ingest(Path(args.db), [Path(p) for p in args.eval_dirs], [Path(p) for p in args.adapt_dirs],
-                    [Path(p) for p in args.data_dirs])
+                    [Path(p) for p in args.data_dirs], Path(args.benchmark_dir) if args.benchmark_dir else None)
     print(json.dumps(counts))
 
 
-def cmd_render_tables(args) -> None:
+def _names(args) -> tuple[dict, dict]:
+    """Our model / dataset names -> the papers' (config models.<m>.paper_name, tables.dataset_names)."""
     from .datasets.registry import REGISTRY
-    from .results.store import query
-    from .results.tables import method_table, published_comparison, to_markdown
+
+    datasets = {name: spec.paper_name for name, spec in REGISTRY.items()} | json.loads(args.dataset_names)
+    return json.loads(args.model_names), datasets
+
+
+def cmd_render_tables(args) -> None:
+    import pandas as pd
+
+    from .results import paper_tables as pt
+    from .results.store import RUN_COLUMNS, read_table
+    from .results.tables import method_table, to_markdown
 
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    runs = query(Path(args.db), "SELECT * FROM runs")
-    # Table 1 layout: the main protocol only (other n / sampling belong to Tables 4, 6, 9)
-    runs = runs[(runs["n_adapt"] == str(args.n_adapt)) & (runs["sampling"] == args.sampling)]
-    published = query(Path(args.db), "SELECT * FROM published")
-    mcq = runs[runs["metric"] == "accuracy"]
-    ours = method_table(mcq)
-    ours.to_csv(out / "ttrv_table1_layout.csv")
-    dataset_names = {name: spec.paper_name for name, spec in REGISTRY.items()} | json.loads(args.dataset_names)
-    comparison = published_comparison(mcq, published, "ttrv", 1, json.loads(args.model_names), dataset_names)
-    comparison.to_csv(out / "ttrv_table1_vs_published.csv", index=False)
-    reproduced = int((comparison["status"] == "reproduced").sum())
+    db = Path(args.db)
+    model_names, dataset_names = _names(args)
+    all_runs, published = read_table(db, "runs"), read_table(db, "published")
+    if all_runs.empty:  # nothing evaluated yet: every published cell "not run"
+        all_runs = pd.DataFrame(columns=RUN_COLUMNS)
+    ours = pt.our_cells(published, all_runs, read_table(db, "metrics"), read_table(db, "prep_stats"),
+                        read_table(db, "benchmarks"), model_names, dataset_names, (str(args.n_adapt), args.sampling))
+    comparison = pt.compare(published, ours)
+    for (paper, table), spec in pt.TABLES.items():
+        cells = comparison[(comparison["paper"] == paper) & (comparison["table"] == table)]
+        stem = out / f"{paper}_table{table}"
+        wide = pt.layout(cells)
+        notes = "".join(f"- {note}\n" for note in pt.metric_notes(cells))
+        stem.with_suffix(".md").write_text(f"# {spec.title}\n\n{pt.summary_line(cells)}\n\n{to_markdown(wide)}\n{notes}")
+        stem.with_suffix(".tex").write_text(pt.to_latex(wide, spec.title))
+        cells.to_csv(stem.with_suffix(".csv"), index=False)
+    fidelity = pt.fidelity_summary(comparison)
+    fidelity.to_csv(out / "fidelity.csv", index=False)
+    (out / "fidelity.md").write_text("# Fidelity: published cells with a reproduced counterpart\n\n"
+                                     + to_markdown(fidelity, index=False))
+
+    # Our runs in TTRV Table 1's layout: the main protocol only (other n / sampling belong to Tables 4, 6, 9)
+    runs = all_runs[(all_runs["n_adapt"] == str(args.n_adapt)) & (all_runs["sampling"] == args.sampling)]
+    table1 = method_table(runs[runs["metric"] == "accuracy"])
+    table1.to_csv(out / "ttrv_table1_layout.csv")
+    cells = comparison[(comparison["paper"] == "ttrv") & (comparison["table"] == 1)]
+    cells.to_csv(out / "ttrv_table1_vs_published.csv", index=False)
+    reproduced = int((cells["status"] == "reproduced").sum())
     text = (
-        "# Our runs in the layout of TTRV Table 1 (top-1 accuracy, %)\n\n" + to_markdown(ours)
-        + f"\n# TTRV Table 1: published vs ours ({reproduced} of {len(comparison)} cells reproduced)\n\n"
-        + to_markdown(comparison, index=False)
+        "# Our runs in the layout of TTRV Table 1 (top-1 accuracy, %)\n\n" + to_markdown(table1)
+        + f"\n# TTRV Table 1: published vs ours ({reproduced} of {len(cells)} cells reproduced)\n\n"
+        + to_markdown(cells, index=False)
     )
     grounding = runs[runs["metric"] == "box_giou"]
     if not grounding.empty:
         # VR-TTRL Table 2 reports gIoU per split; ours uses box masks until SAM2 is configured.
         text += "\n# Our grounding runs in the layout of VR-TTRL Table 2 (box gIoU, %)\n\n" + to_markdown(method_table(grounding))
     (out / "ttrv_table1_layout.md").write_text(text)
-    log.info("tables written to %s (%d of %d published cells reproduced)", out, reproduced, len(comparison))
+    total = fidelity.iloc[-1]
+    log.info("tables written to %s (%d of %d published cells reproduced)", out, total["reproduced"], total["cells"])
 
 
 def cmd_plot_figures(args) -> None:
-    from .results.figures import accuracy_bars, training_curves
-    from .results.store import query
+    from .results import figures
+    from .results.paper_tables import published_markers
+    from .results.store import read_table
 
-    out = Path(args.out_dir)
-    accuracy_bars(query(Path(args.db), "SELECT * FROM runs"), out / "accuracy.png")
-    training_curves(query(Path(args.db), "SELECT * FROM train_log"), out / "training_curves.png")
+    out, db = Path(args.out_dir), Path(args.db)
+    model_names, dataset_names = _names(args)
+    runs = read_table(db, "runs")
+    if not runs.empty:  # the main protocol (other n / sampling are TTRV Tables 4, 6, 9)
+        runs = runs[(runs["n_adapt"] == str(args.n_adapt)) & (runs["sampling"] == args.sampling)]
+    figures.accuracy_bars(runs, out / "accuracy.png", published_markers(read_table(db, "published"), model_names, dataset_names))
+    train_log = read_table(db, "train_log")
+    figures.training_curves(train_log, out / "training_curves.png")
+    figures.cross_dataset_heatmap(runs, out / "cross_dataset.png")
+    figures.step_costs(train_log, out / "step_costs.png")
 
 
 def cmd_audit_reward(args) -> None:
@@ -245,6 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--resolution-rule", choices=["either_side", "area"], default="either_side")
+    p.add_argument("--source-json", default="null",
+                   help='config data.sources.<name> as JSON, e.g. {"path": "/data/mme"} (default: the Hub)')
     p.set_defaults(func=cmd_prepare_data)
 
     p = sub.add_parser("build-demo-model", help="the embedded default's tiny Qwen2.5-VL, built offline")
@@ -295,15 +333,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-dirs", nargs="*", default=[])
     p.add_argument("--adapt-dirs", nargs="*", default=[])
     p.add_argument("--data-dirs", nargs="*", default=[])
+    p.add_argument("--benchmark-dir", help="Snakemake benchmark files (results/benchmarks), for TTRV Table 10")
     p.set_defaults(func=cmd_ingest)
 
-    p = sub.add_parser("render-tables", help="step 4b: paper-style tables beside the published numbers")
+    # shared by render-tables and plot-figures: paper names and the main protocol
+    names = argparse.ArgumentParser(add_help=False)
+    names.add_argument("--model-names", default="{}", help="JSON: our model name -> paper's")
+    names.add_argument("--dataset-names", default="{}", help="JSON: our dataset name -> paper's")
+    names.add_argument("--n-adapt", type=_n_adapt, default=20, help="the main grid's adaptation samples")
+    names.add_argument("--sampling", default="random", help="the main grid's sampling")
+    p = sub.add_parser("render-tables", parents=[names], help="step 4b: every published table beside ours")
     p.add_argument("--db", required=True)
     p.add_argument("--out-dir", required=True)
-    p.add_argument("--model-names", default="{}", help="JSON: our model name -> paper's")
-    p.add_argument("--dataset-names", default="{}", help="JSON: our dataset name -> paper's")
-    p.add_argument("--n-adapt", type=_n_adapt, default=20, help="the main grid's adaptation samples")
-    p.add_argument("--sampling", default="random", help="the main grid's sampling")
     p.set_defaults(func=cmd_render_tables)
 
     p = sub.add_parser("audit-reward", help="advantages each method's reward gives GRPO (TTRV diversity term)")
@@ -313,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-dir", default="results/audit")
     p.set_defaults(func=cmd_audit_reward)
 
-    p = sub.add_parser("plot-figures", help="step 4c: figures (PNG + PDF)")
+    p = sub.add_parser("plot-figures", parents=[names], help="step 4c: figures (PNG + PDF)")
     p.add_argument("--db", required=True)
     p.add_argument("--out-dir", required=True)
     p.set_defaults(func=cmd_plot_figures)
@@ -330,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     log.info("ttrl-bench %s", " ".join(sys.argv[1:] if argv is None else argv))
     try:
         args.func(args)
-    except (FileNotFoundError, KeyError, ValueError, OSError, NotImplementedError) as err:
+    except (FileNotFoundError, KeyError, ValueError, OSError, NotImplementedError, RuntimeError) as err:
         log.error("%s", err)
         return 1
     return 0

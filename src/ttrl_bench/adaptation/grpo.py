@@ -122,6 +122,8 @@ class GroupReward:
         record = {k: sum(s[k] for s in stats) / len(stats) for k in stats[0]}
         mean = sum(rewards) / len(rewards)
         record["reward_std"] = (sum((r - mean) ** 2 for r in rewards) / len(rewards)) ** 0.5
+        # VR-TTRL Figure 3 (reasoning length per step): mean completion length in tokens
+        record["completion_length"] = sum(map(len, completion_ids)) / len(completion_ids) if completion_ids else float("nan")
         record["step"] = trainer_state.global_step if trainer_state is not None else len(self.records)
         record["seconds"] = now - self._last_time
         self._last_time = now

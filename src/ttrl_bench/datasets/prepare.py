@@ -1,5 +1,6 @@
-"""Prepare one dataset: read its source, filter by resolution, build MCQ prompts, write
-`manifest.parquet` and `prep_stats.json` (original / kept / dropped by reason)."""
+"""Prepare one dataset: read its source, filter by resolution, build prompts (MCQ, VQA,
+counting, grounding), write `manifest.parquet` and `prep_stats.json` (original / kept /
+dropped by reason: too_large, unreadable, no_image, bad_row, not_applicable)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,15 @@ from tqdm import tqdm
 
 from .preprocessing import (
     GROUNDING_SYSTEM,
+    capture_prompt,
     grounding_prompt,
     image_size,
     mcq_options,
     recognition_prompt,
+    resize_square,
     resolution_verdict,
     sample_rng,
+    vqa_prompt,
 )
 from .registry import get_dataset
 from .sources import read_source
@@ -26,32 +30,52 @@ from .sources import read_source
 log = logging.getLogger(__name__)
 
 
-def prepare_dataset(name: str, out_dir: Path, seed: int, resolution_rule: str = "either_side") -> dict:
+def _task_fields(spec, sample: dict, seed: int) -> dict:
+    """The manifest columns a task needs, from one sample of its reader."""
+    if spec.task == "recognition":
+        classes = sample.get("classes") or spec.classes
+        options, answer = mcq_options(sample["label"], classes, sample_rng(seed, spec.name, sample["id"]))
+        return {"label": sample["label"], "prompt": recognition_prompt(options, spec.prompt), "options": options,
+                "answer": answer}
+    if spec.task == "vqa":
+        return {"prompt": vqa_prompt(sample["question"], sample["options"], spec.prompt), "options": sample["options"],
+                "answer": sample["answer"]}
+    if spec.task == "counting-freeform":
+        return {"prompt": capture_prompt(sample["question"]), "options": [], "answer": str(sample["answer"])}
+    # grounding and counting (VR-TTRL): VisionReasoner prompt; geometry in original pixels
+    width, height = image_size(sample["image_path"])
+    return {"prompt": grounding_prompt(sample["query"]), "system": GROUNDING_SYSTEM, "query": sample["query"],
+            "label": sample.get("label", sample["query"]), "boxes": sample.get("boxes", []),
+            "points": sample.get("points", []), "count": int(sample.get("answer", len(sample.get("boxes", [])))),
+            "mask": json.dumps(sample["mask"]) if "mask" in sample else None, "width": width, "height": height}
+
+
+def prepare_dataset(name: str, out_dir: Path, seed: int, resolution_rule: str = "either_side",
+                    source: dict | None = None) -> dict:
+    """`source`: config `data.sources.<name>` (a local copy's path, format, fields, class names)."""
     spec = get_dataset(name)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows, verdicts = [], Counter()
-    for sample in tqdm(read_source(spec, out_dir / "images"), desc=f"prepare {name}", unit="img"):
-        verdict = resolution_verdict(sample["image_path"], resolution_rule)
+    for sample in tqdm(read_source(spec, out_dir / "images", source), desc=f"prepare {name}", unit="sample"):
+        verdict = sample.get("skip")
+        if verdict is None and spec.resize:  # resized instead of filtered (RealWorldQA)
+            verdict = resolution_verdict(sample["image_path"], resolution_rule, max_side=10**9)
+            if verdict == "kept":
+                resize_square(sample["image_path"], spec.resize)
+        elif verdict is None:
+            verdict = resolution_verdict(sample["image_path"], resolution_rule)
+        verdict = verdict.split(" ")[0]
         verdicts[verdict] += 1
         if verdict != "kept":
-            log.warning("%s: dropped %s (%s)", name, sample["image_path"], verdict)
+            log.warning("%s: dropped %s (%s)", name, sample["id"], sample.get("skip", verdict))
             continue
-        row = {
-            "id": sample["id"],
-            "split": sample["split"],
-            "image": str(Path(sample["image_path"]).relative_to(out_dir)),
-            "label": sample["label"],
-        }
-        if spec.task == "recognition":
-            options, answer = mcq_options(sample["label"], list(spec.classes), sample_rng(seed, name, sample["id"]))
-            row.update(prompt=recognition_prompt(options), options=options, answer=answer)
-        elif spec.task == "grounding":
-            width, height = image_size(sample["image_path"])
-            row.update(prompt=grounding_prompt(sample["query"]), system=GROUNDING_SYSTEM, query=sample["query"],
-                       boxes=sample["boxes"], points=sample["points"], width=width, height=height)
-        else:
-            raise NotImplementedError(f"dataset {name!r}: task {spec.task!r} has no preprocessing yet")
-        rows.append(row)
+        row = {"id": sample["id"], "split": sample["split"],
+               "image": str(Path(sample["image_path"]).relative_to(out_dir))}
+        if "source_id" in sample:
+            row["source_id"] = sample["source_id"]
+        rows.append({**row, **_task_fields(spec, sample, seed)})
+    if not rows:
+        raise ValueError(f"dataset {name!r}: no sample kept out of {sum(verdicts.values())} ({dict(verdicts)})")
     manifest = pd.DataFrame(rows)
     manifest.to_parquet(out_dir / "manifest.parquet", index=False)
     stats = {

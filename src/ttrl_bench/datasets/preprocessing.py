@@ -77,9 +77,64 @@ def mcq_options(true_class: str, classes, rng: random.Random) -> tuple[list[str]
     return options, LETTERS[options.index(true_class)]
 
 
-def recognition_prompt(options: list[str]) -> str:
+def recognition_prompt(options: list[str], style: str = "options") -> str:
     lines = [f"{letter}. {option}" for letter, option in zip(LETTERS, options)]
-    return RECOGNITION_INSTRUCTION + "\nOptions:\n" + "\n".join(lines) + "."
+    instruction = RECOGNITION_INSTRUCTION
+    if style == "texture":  # DTD's wording in Appendix C
+        instruction = instruction.replace("what it shows", "what texture it shows")
+    return instruction + "\nOptions:\n" + "\n".join(lines) + "."
+
+
+# VQA prompts of TTRV Appendix C: each dataset's own question, its official options, and the
+# option-letter instruction in that dataset's wording. "{letters}" reads "A, B, C, or D".
+OPTION_LETTERS = "ABCDEFGHIJ"
+VQA_PROMPTS = {
+    "options": "{question}\nChoose the correct answer from the options below and respond with only the "
+               "corresponding option letter ({letters}). Do not include any explanation or extra text."
+               "\nOptions:\n{lines}",
+    "mme": "{question} Please respond with only the corresponding option letter (A or B). Do not include any "
+           "explanation or extra text. \nOptions:\n{lines}.",
+    "mathverse": "Please directly answer the question and provide the correct option letter, e.g., A, B, C, D."
+                 "\nDo not include any explanation or extra text.\nQuestion: {question}",
+    "mathvista": "Hint: Please answer the question and provide the correct option letter, e.g., A, B, C, D, at "
+                 "the end.\nDo not include any explanation or extra text.\nQuestion: {question}\nChoices:\n{paren_lines}",
+    "crpe": "{question}\n{lines}\nAnswer with the option's letter from the given choices directly and do not "
+            "include any explanation or extra text.",
+    "in_question": "{question}\nChoose the correct answer from the options below and respond with only the "
+                   "corresponding option letter ({letters}). Do not include any explanation or extra text.",
+    "verbatim": "{question}",  # RealWorldQA: the question carries its options and instruction
+}
+# Free-form questions (no options: MathVista "free_form", some MathVerse / RealWorldQA) are not
+# covered by Appendix C; ours asks for the short answer the metric compares.
+FREEFORM_PROMPT = "{question}\nAnswer the question with a single word or number. Do not include any explanation or extra text."
+# Capture (TTRV Appendix C): the official question + the boxed-answer instruction.
+CAPTURE_PROMPT = "{question}\nPlease reason step by step, and put your final answer within \\boxed{{}}."
+
+
+def _letters_phrase(n: int) -> str:
+    letters = list(OPTION_LETTERS[:n])
+    return " or ".join(letters) if n == 2 else ", ".join(letters[:-1]) + ", or " + letters[-1]
+
+
+def vqa_prompt(question: str, options: list[str], style: str) -> str:
+    if not options and style != "verbatim":
+        return FREEFORM_PROMPT.format(question=question)
+    lines = "\n".join(f"{letter}. {option}" for letter, option in zip(OPTION_LETTERS, options))
+    paren_lines = "\n".join(f"({letter}) {option}" for letter, option in zip(OPTION_LETTERS, options))
+    return VQA_PROMPTS[style].format(question=question, lines=lines, paren_lines=paren_lines,
+                                     letters=_letters_phrase(len(options)))
+
+
+def capture_prompt(question: str) -> str:
+    return CAPTURE_PROMPT.format(question=question)
+
+
+def resize_square(path: Path, side: int) -> None:
+    """RealWorldQA (TTRV Appendix B): resized to side x side instead of filtered; written as PNG
+    so re-preparing gives the same bytes."""
+    with Image.open(path) as im:
+        resized = im.convert("RGB").resize((side, side), Image.Resampling.BICUBIC)
+    resized.save(path, format="PNG", optimize=False)
 
 
 # VR-TTRL / VisionReasoner prompt (SPEC.md; Seg-Zero code). The model sees the image resized to

@@ -1,9 +1,11 @@
 """Dataset registry: one entry per dataset (split), named in config (`datasets:`) and by the CLI.
 
-An entry says where the data comes from and how it is scored; the code that reads a source
-lives in `sources.py`, the shared preprocessing in `preprocessing.py`. Sources are the Hub ids
-public harnesses use (lmms-eval, clip-benchmark); none could be checked against its dataset card
-from this offline machine. A local copy always works: config `data.sources.<name>: <path>`.
+An entry says where the data comes from, how its rows are read and how it is scored; the code
+that reads a source lives in `sources.py`, the shared preprocessing in `preprocessing.py`.
+Sources are the Hub ids public harnesses use (lmms-eval, clip-benchmark); none could be checked
+against its dataset card from this offline machine, so each entry's `fields` (our name -> the
+source's column) is what those harnesses read, and a config can override it. A local copy
+always works: config `data.sources.<name>: {path: ..., fields: {...}}`.
 """
 
 from __future__ import annotations
@@ -23,22 +25,35 @@ class DatasetSpec:
     split: str = "test"
     classes: tuple[str, ...] = field(default=())
     description: str = ""
+    reader: str = ""  # how a row becomes a sample (sources.ROW_READERS); "" for bundled sets
+    fields: dict = field(default_factory=dict)  # our field -> the source's column
+    resize: int | None = None  # square side to resize to instead of filtering (RealWorldQA)
+    prompt: str = "options"  # prompt style of TTRV Appendix C (preprocessing.VQA_PROMPTS, "texture" for DTD)
 
 
 DIGIT_NAMES = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
 
-def _recognition(name, source, paper_name, split="test", **kw) -> DatasetSpec:
-    return DatasetSpec(name, "recognition", source, "accuracy", paper_name, split=split, **kw)
+# Column names as the public harnesses read them (unverified offline; override with config
+# `data.sources.<name>.fields`).
+IMAGE_LABEL = {"image": "image", "label": "label"}
+WDS = {"image": "jpg", "image_alternatives": ("webp", "png", "jpeg"), "label": "cls"}  # clip-benchmark shards
+REFCOCO = {"image": "image", "expressions": "answer", "bbox": "bbox", "segmentation": "segmentation"}
+REASONSEG = {"image": "image", "query": "text", "mask": "mask"}
 
 
-def _vqa(name, source, paper_name, split="test", **kw) -> DatasetSpec:
-    return DatasetSpec(name, "vqa", source, "accuracy", paper_name, split=split, **kw)
+def _recognition(name, source, paper_name, split="test", fields=WDS, **kw) -> DatasetSpec:
+    return DatasetSpec(name, "recognition", source, "accuracy", paper_name, split=split, reader="classification",
+                       fields=fields, **kw)
 
 
-def _grounding(name, source, paper_name, split, task="grounding", **kw) -> DatasetSpec:
+def _vqa(name, source, paper_name, reader, fields, split="test", **kw) -> DatasetSpec:
+    return DatasetSpec(name, "vqa", source, "accuracy", paper_name, split=split, reader=reader, fields=fields, **kw)
+
+
+def _grounding(name, source, paper_name, split, reader, fields, task="grounding", **kw) -> DatasetSpec:
     metric = "giou_ciou" if task == "grounding" else "count_accuracy"
-    return DatasetSpec(name, task, source, metric, paper_name, split=split, **kw)
+    return DatasetSpec(name, task, source, metric, paper_name, split=split, reader=reader, fields=fields, **kw)
 
 
 _ENTRIES = [
@@ -47,40 +62,64 @@ _ENTRIES = [
                 classes=DIGIT_NAMES, description="1,797 handwritten digits (8x8, upscaled), 4-way MCQ"),
     DatasetSpec("demo-digit-scenes", "grounding", "bundled:sklearn.datasets.load_digits:scenes", "giou_ciou",
                 "Digit scenes", description="2-3 real digits on a 112 px canvas; find one by name"),
-    # TTRV Table 1: recognition as 4-way MCQ (Appendix A, after Gavrikov et al. 2024).
-    _recognition("imagenet", "local:imagefolder", "ImageNet", split="val",
+    # TTRV Table 1: recognition as 4-way MCQ (Appendix A, after Gavrikov et al. 2024). Class names
+    # come from the source's ClassLabel, its classnames.txt (clip-benchmark), or config
+    # `data.sources.<name>.class_names` (ImageNet folders are named by WordNet id).
+    _recognition("imagenet", "local:imagefolder", "ImageNet", split="val", fields=IMAGE_LABEL,
                  description="ImageNet val as an image folder (class folders) + the 1000 class names"),
     _recognition("imagenet-v2", "clip-benchmark/wds_imagenetv2", "ImageNet-V2"),
     _recognition("imagenet-r", "clip-benchmark/wds_imagenet-r", "ImageNet-R"),
     _recognition("imagenet-sketch", "clip-benchmark/wds_imagenet_sketch", "ImageNet-S"),
     _recognition("imagenet-a", "clip-benchmark/wds_imagenet-a", "ImageNet-A"),
-    _recognition("food101", "ethz/food101", "Food101", split="validation"),
-    _recognition("dtd", "clip-benchmark/wds_vtab-dtd", "DTD"),
+    _recognition("food101", "ethz/food101", "Food101", split="validation", fields=IMAGE_LABEL),
+    _recognition("dtd", "clip-benchmark/wds_vtab-dtd", "DTD", prompt="texture"),
     _recognition("resisc45", "clip-benchmark/wds_vtab-resisc45", "Resisc45"),
-    # TTRV Table 2: VQA with the official options + the option-letter instruction.
-    _vqa("mathverse", "AI4Math/MathVerse", "MathVerse", split="testmini", hub_config="testmini"),
-    _vqa("mathvista", "AI4Math/MathVista", "MathVista", split="testmini"),
-    _vqa("seed-bench", "lmms-lab/SEED-Bench", "SEED"),
-    _vqa("mme", "lmms-lab/MME", "MME", description="yes/no questions as 'A. No / B. Yes'"),
-    _vqa("realworldqa", "lmms-lab/RealWorldQA", "RealWorldQA", description="resized to 1000x1000, not filtered"),
-    DatasetSpec("capture", "counting-freeform", "atinp/CAPTURe", "smape", "Capture",
+    # TTRV Table 2: VQA with the official options + the option-letter instruction (Appendix C).
+    _vqa("mathverse", "AI4Math/MathVerse", "MathVerse", "options_in_text", split="testmini", hub_config="testmini",
+         fields={"image": "image", "question": "question", "answer": "answer", "id": "sample_index"},
+         prompt="mathverse"),
+    _vqa("mathvista", "AI4Math/MathVista", "MathVista", "options_list", split="testmini",
+         fields={"image": "decoded_image", "question": "question", "options": "choices", "answer": "answer",
+                 "id": "pid"}, prompt="mathvista"),
+    _vqa("seed-bench", "lmms-lab/SEED-Bench", "SEED", "choice_columns",
+         fields={"image": "image", "question": "question", "answer": "answer", "id": "question_id",
+                 "choices": ("choice_a", "choice_b", "choice_c", "choice_d"), "keep": ("data_type", "image")},
+         description="image questions only (data_type == 'image')"),
+    _vqa("mme", "lmms-lab/MME", "MME", "yes_no",
+         fields={"image": "image", "question": "question", "answer": "answer", "id": "question_id"},
+         prompt="mme", description="yes/no questions as 'A. No / B. Yes'"),
+    _vqa("realworldqa", "lmms-lab/RealWorldQA", "RealWorldQA", "options_in_text",
+         fields={"image": "image", "question": "question", "answer": "answer"}, resize=1000, prompt="verbatim",
+         description="resized to 1000x1000, not filtered; the question carries its options"),
+    DatasetSpec("capture", "counting-freeform", "atinp/CAPTURe", "smape", "Capture", reader="count_question",
+                fields={"image": "image", "question": "question", "answer": "answer"}, prompt="capture",
                 description="free-form counting scored by 1 - sMAPE"),
-    _vqa("crpe", "OpenGVLab/CRPE", "CRPE"),
-    _vqa("ai2d", "lmms-lab/ai2d", "AI2D"),
-    _vqa("mathvision", "MathLLMs/MathVision", "MathVision"),
-    _vqa("logicvista", "lscpku/LogicVista", "LogicVista"),
-    # VR-TTRL Table 2: the 8 splits (segmentation by gIoU, counting by count accuracy).
-    _grounding("refcoco", "lmms-lab/RefCOCO", "RefCOCO-val", "val"),
-    _grounding("refcoco-testA", "lmms-lab/RefCOCO", "RefCOCO-testA", "testA"),
-    _grounding("refcoco+", "lmms-lab/RefCOCOplus", "RefCOCO+-val", "val"),
-    _grounding("refcoco+-testA", "lmms-lab/RefCOCOplus", "RefCOCO+-testA", "testA"),
-    _grounding("refcocog", "lmms-lab/RefCOCOg", "RefCOCOg-test", "test"),
-    _grounding("reasonseg", "Ricky06662/ReasonSeg_val", "ReasonSeg-val", "val"),
-    _grounding("reasonseg-test", "Ricky06662/ReasonSeg_test", "ReasonSeg-test", "test"),
-    _grounding("pixmo-count", "allenai/pixmo-count", "PixMo-Count-val", "validation", task="counting",
-               description="images by URL: a local copy with the images is needed offline"),
-    _grounding("pixmo-count-test", "allenai/pixmo-count", "PixMo-Count-test", "test", task="counting"),
-    _grounding("countbench", "vikhyatk/CountBenchQA", "CountBench-test", "test", task="counting"),
+    _vqa("crpe", "OpenGVLab/CRPE", "CRPE", "options_list",
+         fields={"image": "image", "question": "question", "options": "options", "answer": "answer"}, prompt="crpe"),
+    _vqa("ai2d", "lmms-lab/ai2d", "AI2D", "options_list",
+         fields={"image": "image", "question": "question", "options": "options", "answer": "answer"}),
+    _vqa("mathvision", "MathLLMs/MathVision", "MathVision", "options_list",
+         fields={"image": "decoded_image", "question": "question", "options": "options", "answer": "answer",
+                 "id": "id"}),
+    _vqa("logicvista", "lscpku/LogicVista", "LogicVista", "options_in_text",
+         fields={"image": "image", "question": "question", "answer": "answer"}, prompt="in_question"),
+    # VR-TTRL Table 2: the 8 splits (segmentation by gIoU, counting by count accuracy); boxes,
+    # points and masks stay in original pixel coordinates.
+    _grounding("refcoco", "lmms-lab/RefCOCO", "RefCOCO-val", "val", "refer", REFCOCO),
+    _grounding("refcoco-testA", "lmms-lab/RefCOCO", "RefCOCO-testA", "testA", "refer", REFCOCO),
+    _grounding("refcoco+", "lmms-lab/RefCOCOplus", "RefCOCO+-val", "val", "refer", REFCOCO),
+    _grounding("refcoco+-testA", "lmms-lab/RefCOCOplus", "RefCOCO+-testA", "testA", "refer", REFCOCO),
+    _grounding("refcocog", "lmms-lab/RefCOCOg", "RefCOCOg-test", "test", "refer", REFCOCO),
+    _grounding("reasonseg", "Ricky06662/ReasonSeg_val", "ReasonSeg-val", "test", "mask", REASONSEG),
+    _grounding("reasonseg-test", "Ricky06662/ReasonSeg_test", "ReasonSeg-test", "test", "mask", REASONSEG),
+    _grounding("pixmo-count", "allenai/pixmo-count", "PixMo-Count-val", "validation", "count_points",
+               {"image": "image", "query": "label", "count": "count", "points": "points"}, task="counting",
+               description="images by URL: a local copy with an `image` column is needed offline"),
+    _grounding("pixmo-count-test", "allenai/pixmo-count", "PixMo-Count-test", "test", "count_points",
+               {"image": "image", "query": "label", "count": "count", "points": "points"}, task="counting",
+               description="images by URL: a local copy with an `image` column is needed offline"),
+    _grounding("countbench", "vikhyatk/CountBenchQA", "CountBench-test", "test", "count_question",
+               {"image": "image", "question": "question", "answer": "number"}, task="counting"),
 ]
 
 REGISTRY: dict[str, DatasetSpec] = {spec.name: spec for spec in _ENTRIES}

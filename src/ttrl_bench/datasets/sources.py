@@ -6,13 +6,19 @@ Each reader writes the source's images to `raw_dir` and yields dicts with `id`, 
 
 from __future__ import annotations
 
+import json
+import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
+from .preprocessing import OPTION_LETTERS
 from .registry import DIGIT_NAMES, DatasetSpec
+
+log = logging.getLogger(__name__)
 
 # The demo's split: the first 1,200 digits train the warm start, the other 597 are the test set.
 DIGITS_TRAIN_SIZE = 1200
@@ -93,14 +99,341 @@ def read_digit_scenes(raw_dir: Path) -> Iterator[dict]:
             index += 1
 
 
-def read_source(spec: DatasetSpec, raw_dir: Path) -> Iterator[dict]:
+# ---------------------------------------------------------------------------------------------
+# Paper datasets: a Hugging Face dataset (Hub or local copy) -> rows -> samples.
+
+
+class DatasetSourceError(RuntimeError):
+    """A dataset that cannot be read: unreachable Hub, missing local copy, missing column."""
+
+
+HUB_HOST = ("huggingface.co", 443)
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """A plain TCP connect: `load_dataset` itself retries for ~25 s before failing offline."""
+    import socket
+
+    try:
+        socket.create_connection(HUB_HOST, timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+LOCAL_FORMATS = ("hf-disk", "parquet", "json", "csv", "webdataset", "imagefolder")
+
+
+def _local_format(path: Path) -> str:
+    if (path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists() or (path / "state.json").exists():
+        return "hf-disk"
+    for fmt, patterns in (("parquet", ("*.parquet",)), ("webdataset", ("*.tar",)), ("json", ("*.jsonl", "*.json")),
+                          ("csv", ("*.csv",))):
+        if any(f for pattern in patterns for f in path.rglob(pattern) if f.name != "classnames.json"):
+            return fmt
+    return "imagefolder"
+
+
+def _load_local(spec: DatasetSpec, path: Path, fmt: str | None):
+    import datasets
+
+    key = f"data.sources.{spec.name}.path"
+    if not path.exists():
+        raise DatasetSourceError(f"dataset {spec.name!r}: local copy {path} (config `{key}`) does not exist")
+    fmt = fmt or _local_format(path)
+    if fmt not in LOCAL_FORMATS:
+        raise DatasetSourceError(f"dataset {spec.name!r}: config `data.sources.{spec.name}.format` is {fmt!r}; "
+                                 f"known: {', '.join(LOCAL_FORMATS)}")
+    if fmt == "hf-disk":
+        data = datasets.load_from_disk(str(path))
+        if isinstance(data, datasets.DatasetDict):
+            if spec.split not in data:
+                raise DatasetSourceError(f"dataset {spec.name!r}: {path} has splits {sorted(data)}, "
+                                         f"not {spec.split!r}")
+            data = data[spec.split]
+        return data
+    if fmt == "imagefolder":
+        # one split whatever the folder is called ("val" would otherwise become "validation")
+        return datasets.load_dataset("imagefolder", data_files={"data": str(path / "**")}, split="data")
+    suffixes = {"parquet": ("*.parquet",), "webdataset": ("*.tar",), "json": ("*.jsonl", "*.json"), "csv": ("*.csv",)}
+    files = sorted(str(f) for pattern in suffixes[fmt] for f in path.rglob(pattern) if f.name != "classnames.json")
+    if not files:
+        raise DatasetSourceError(f"dataset {spec.name!r}: no {fmt} files under {path} (config `{key}`)")
+    return datasets.load_dataset(fmt, data_files={"data": files}, split="data")
+
+
+def _load_hub(spec: DatasetSpec):
+    import os
+
+    import datasets
+
+    if spec.source.startswith("local:"):
+        raise DatasetSourceError(f"dataset {spec.name!r} has no Hub copy ({spec.source}); set config "
+                                 f"`data.sources.{spec.name}.path` to a local copy")
+    if os.environ.get("HF_HUB_OFFLINE") != "1" and not _hub_reachable():
+        raise DatasetSourceError(
+            f"dataset {spec.name!r}: the Hugging Face Hub is unreachable, so {spec.source} (split {spec.split!r}) "
+            f"cannot be downloaded; set config `data.sources.{spec.name}.path` to a local copy, or HF_HUB_OFFLINE=1 "
+            f"to read a copy already in the Hugging Face cache")
+    try:
+        return datasets.load_dataset(spec.source, spec.hub_config, split=spec.split)
+    except Exception as err:  # the library's own errors vary by version; the cause stays chained
+        raise DatasetSourceError(f"dataset {spec.name!r}: loading {spec.source} (config {spec.hub_config!r}, "
+                                 f"split {spec.split!r}) failed: {err}; a local copy can be set with config "
+                                 f"`data.sources.{spec.name}.path`") from err
+
+
+def open_source(spec: DatasetSpec, source: dict | None):
+    """The rows of a registry entry: the configured local copy if any, else the Hub."""
+    source = source or {}
+    if source.get("path"):
+        return _load_local(spec, Path(source["path"]), source.get("format"))
+    return _load_hub(spec)
+
+
+def _column(spec: DatasetSpec, data, fields: dict, key: str) -> str:
+    column = fields[key]
+    candidates = (column, *fields.get(f"{key}_alternatives", ()))
+    for name in candidates:
+        if name in data.column_names:
+            return name
+    raise DatasetSourceError(f"dataset {spec.name!r}: the source has no column {column!r} for field {key!r} "
+                             f"(columns: {data.column_names}); map it with config "
+                             f"`data.sources.{spec.name}.fields.{key}`")
+
+
+def _undecoded_images(data, column: str):
+    """Image columns as raw bytes, so the resolution filter reads headers only and the prepared
+    copy is byte-identical to the source (no re-encoding)."""
+    import datasets
+
+    feature = data.features[column]
+    if isinstance(feature, datasets.Image):
+        return data.cast_column(column, datasets.Image(decode=False))
+    if isinstance(feature, (datasets.List, datasets.Sequence)) and isinstance(feature.feature, datasets.Image):
+        return data.cast_column(column, datasets.List(datasets.Image(decode=False)))
+    return data
+
+
+def _image_bytes(value, base: Path | None) -> bytes:
+    if isinstance(value, list):  # a sequence of images (SEED-Bench): the first is the question's
+        value = value[0] if value else None
+    if isinstance(value, dict):
+        if value.get("bytes"):
+            return value["bytes"]
+        value = value.get("path")
+    if isinstance(value, str) and value:
+        path = Path(value) if base is None or Path(value).is_absolute() else base / value
+        return path.read_bytes()
+    raise ValueError("no image")
+
+
+# Row readers: one source row -> the fields preprocessing needs (task-specific), or None to skip
+# (skipped rows are counted under their reason). `f` is the entry's field mapping.
+_OPTION_LINE = re.compile(r"^\s*\(?([A-J])\)?\s*[.:)]\s*(.+?)\s*$", re.MULTILINE)
+
+
+def _letter_answer(answer, options: list[str]) -> str:
+    """Gold as a letter: "B", "(B)", an index ("1"), or the option's text."""
+    text = str(answer).strip()
+    if re.fullmatch(r"\(?[A-J]\)?\.?", text) and text.strip("().") in OPTION_LETTERS[: len(options)]:
+        return text.strip("().")
+    if text.isdigit() and int(text) < len(options):
+        return OPTION_LETTERS[int(text)]
+    if text in options:
+        return OPTION_LETTERS[options.index(text)]
+    raise ValueError(f"answer {answer!r} is none of the {len(options)} options")
+
+
+def read_classification(row, f, classes):
+    label = row[f["label"]]
+    return {"label": classes[label] if isinstance(label, int) else str(label), "classes": classes}
+
+
+def read_options_list(row, f, classes):
+    options = [str(o) for o in (row[f["options"]] or [])]
+    if not options:  # free-form question (MathVista "free_form", MathVision without choices)
+        return {"question": row[f["question"]], "options": [], "answer": str(row[f["answer"]]).strip()}
+    return {"question": row[f["question"]], "options": options, "answer": _letter_answer(row[f["answer"]], options)}
+
+
+def read_choice_columns(row, f, classes):
+    column, wanted = f.get("keep", (None, None))
+    if column and row[column] != wanted:
+        return None
+    options = [str(row[c]) for c in f["choices"]]
+    return {"question": row[f["question"]], "options": options, "answer": _letter_answer(row[f["answer"]], options)}
+
+
+def read_options_in_text(row, f, classes):
+    """MathVerse, RealWorldQA, LogicVista: the options are lines of the question ("A. x", "A: x", "(A) x")."""
+    question = row[f["question"]]
+    options = [text for _, text in _OPTION_LINE.findall(question)]
+    letters = [letter for letter, _ in _OPTION_LINE.findall(question)]
+    answer = str(row[f["answer"]]).strip()
+    if len(options) < 2 or letters != list(OPTION_LETTERS[: len(letters)]):
+        return {"question": question, "options": [], "answer": answer}  # free-form
+    return {"question": question, "options": options, "answer": _letter_answer(answer, options)}
+
+
+def read_yes_no(row, f, classes):
+    """MME (TTRV Appendix A): yes/no -> "A. No / B. Yes"."""
+    answer = str(row[f["answer"]]).strip().lower()
+    if answer not in ("yes", "no"):
+        raise ValueError(f"MME answer must be yes or no, got {row[f['answer']]!r}")
+    return {"question": row[f["question"]], "options": ["No", "Yes"], "answer": "A" if answer == "no" else "B"}
+
+
+def read_count_question(row, f, classes):
+    """Capture (free-form count) and CountBench: a question and a number."""
+    question = row[f["question"]]
+    noun = re.search(r"how many (.+?)(?: are| is| can| do|\?|$)", question, re.IGNORECASE)
+    return {"question": question, "answer": int(row[f["answer"]]), "query": noun.group(1) if noun else question}
+
+
+def read_count_points(row, f, classes):
+    """PixMo-Count: an object label, a count and one point per object."""
+    points = [[float(p["x"]), float(p["y"])] for p in (row[f["points"]] or [])]
+    return {"query": row[f["query"]], "answer": int(row[f["count"]]), "gold_points": points}
+
+
+def _rle(mask):
+    from pycocotools import mask as mask_utils
+
+    rle = mask_utils.encode(np.asfortranarray(mask.astype(np.uint8)))
+    return {"size": [int(v) for v in rle["size"]], "counts": rle["counts"].decode()}
+
+
+def _box_of(mask) -> list[int]:
+    ys, xs = np.nonzero(mask)
+    return [int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1]
+
+
+def read_refer(row, f, classes, size):
+    """RefCOCO(+/g) in lmms-lab's layout: COCO box [x, y, w, h] and polygon(s); one sample per
+    referring expression. Masks are COCO RLE (pycocotools), in original pixels."""
+    from pycocotools import mask as mask_utils
+
+    width, height = size
+    x, y, w, h = (float(v) for v in row[f["bbox"]])
+    polygons = row[f["segmentation"]]
+    polygons = [polygons] if polygons and not isinstance(polygons[0], list) else polygons
+    mask = mask_utils.decode(mask_utils.merge(mask_utils.frPyObjects([list(map(float, p)) for p in polygons],
+                                                                     height, width)))
+    expressions = row[f["expressions"]]
+    expressions = [expressions] if isinstance(expressions, str) else list(expressions)
+    box = [x, y, x + w, y + h]
+    return [{"query": e, "boxes": [box], "points": [[x + w / 2, y + h / 2]], "mask": _rle(mask)} for e in expressions]
+
+
+def read_mask(row, f, classes, size):
+    """ReasonSeg (Seg-Zero's layout): a query and a binary mask; the box is the mask's extent."""
+    mask = np.asarray(row[f["mask"]], dtype=bool)
+    if mask.shape != (size[1], size[0]):
+        raise ValueError(f"mask shape {mask.shape} does not match the image ({size[1]}, {size[0]})")
+    box = _box_of(mask)
+    return [{"query": row[f["query"]], "boxes": [box], "points": [[(box[0] + box[2]) / 2, (box[1] + box[3]) / 2]],
+             "mask": _rle(mask)}]
+
+
+ROW_READERS = {
+    "classification": read_classification,
+    "options_list": read_options_list,
+    "choice_columns": read_choice_columns,
+    "options_in_text": read_options_in_text,
+    "yes_no": read_yes_no,
+    "count_question": read_count_question,
+    "count_points": read_count_points,
+}
+GEOMETRY_READERS = {"refer": read_refer, "mask": read_mask}  # these need the image size
+
+
+def _class_names(spec: DatasetSpec, data, source: dict, label_column: str) -> list[str]:
+    """ClassLabel names, or a classnames.txt beside the data (clip-benchmark), or a configured
+    file (one name per line in label order, or a JSON {folder name: class name})."""
+    import datasets
+
+    configured = source.get("class_names")
+    names = data.features[label_column].names if isinstance(data.features[label_column], datasets.ClassLabel) else None
+    if configured:
+        path = Path(configured)
+        if not path.exists():
+            raise DatasetSourceError(f"dataset {spec.name!r}: config `data.sources.{spec.name}.class_names` "
+                                     f"file {path} does not exist")
+        if path.suffix == ".json":
+            mapping = json.loads(path.read_text())
+            return [mapping.get(n, n) for n in names] if names else list(mapping.values())
+        return [line.strip() for line in path.read_text().splitlines() if line.strip()]
+    if names:
+        return [n.replace("_", " ") for n in names]  # Food101's "apple_pie" -> "apple pie"
+    local = Path(source["path"]) / "classnames.txt" if source.get("path") else None
+    if local and local.exists():
+        return [line.strip() for line in local.read_text().splitlines() if line.strip()]
+    if spec.source.startswith("clip-benchmark/") and not source.get("path"):
+        from huggingface_hub import hf_hub_download
+
+        return [line.strip() for line in Path(hf_hub_download(spec.source, "classnames.txt", repo_type="dataset"))
+                .read_text().splitlines() if line.strip()]
+    raise DatasetSourceError(f"dataset {spec.name!r}: no class names (no ClassLabel, no classnames.txt); set "
+                             f"config `data.sources.{spec.name}.class_names`")
+
+
+def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Iterator[dict]:
+    """Samples of a Hub or local dataset: the image's original bytes written under `raw_dir`,
+    plus the fields of the entry's row reader. A row that cannot be read (bad answer, missing
+    image) yields a sample with `skip` set to the reason, so it is counted, never lost silently."""
+    from PIL import Image
+
+    source = source or {}
+    fields = {**spec.fields, **source.get("fields", {})}
+    data = open_source(spec, source)
+    image_column = _column(spec, data, fields, "image")
+    for key, column in fields.items():  # every mapped column must exist: fail before any row
+        if key in ("image", "id") or key.endswith("_alternatives"):
+            continue
+        for name in column[:1] if key == "keep" else column if isinstance(column, tuple) else (column,):
+            _column(spec, data, {key: name}, key)
+    data = _undecoded_images(data, image_column)
+    classes = None
+    if spec.reader == "classification":
+        classes = tuple(_class_names(spec, data, source, _column(spec, data, fields, "label")))
+    base = Path(source["path"]) if source.get("path") else None
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    for index, row in enumerate(data):
+        sample_id = f"{spec.name}-{index:06d}"
+        base_sample = {"id": sample_id, "split": "test", "source_id": str(row.get(fields.get("id", ""), index))}
+        try:
+            blob = _image_bytes(row[image_column], base)
+        except (ValueError, OSError) as err:
+            yield {**base_sample, "image_path": raw_dir / f"{sample_id}.missing", "skip": f"no_image ({err})"}
+            continue
+        path = raw_dir / f"{sample_id}.img"
+        if not path.exists() or path.read_bytes() != blob:
+            path.write_bytes(blob)
+        try:
+            if spec.reader in GEOMETRY_READERS:
+                try:
+                    with Image.open(path) as im:
+                        size = im.size
+                except OSError:  # counted by the resolution filter as unreadable
+                    yield {**base_sample, "image_path": path, "query": ""}
+                    continue
+                for j, fields_j in enumerate(GEOMETRY_READERS[spec.reader](row, fields, classes, size)):
+                    yield {**base_sample, "id": f"{sample_id}-{j}", "image_path": path, **fields_j}
+            else:
+                read = ROW_READERS[spec.reader](row, fields, classes)
+                if read is None:
+                    yield {**base_sample, "image_path": path, "skip": "not_applicable"}
+                else:
+                    yield {**base_sample, "image_path": path, **read}
+        except (ValueError, KeyError, TypeError, IndexError, OSError) as err:
+            log.warning("%s row %d: %s", spec.name, index, err)
+            yield {**base_sample, "image_path": path, "skip": "bad_row"}
+
+
+def read_source(spec: DatasetSpec, raw_dir: Path, source: dict | None = None) -> Iterator[dict]:
     if spec.source == "bundled:sklearn.datasets.load_digits":
         return read_digits(raw_dir)
     if spec.source == "bundled:sklearn.datasets.load_digits:scenes":
         return read_digit_scenes(raw_dir)
-    # Paper datasets: the registry knows their Hub ids, but the readers that map each source's
-    # fields (and the fixtures that test them) are not written yet.
-    raise NotImplementedError(
-        f"dataset {spec.name!r}: no reader yet for {spec.source} (split {spec.split!r}); "
-        f"only the bundled demo sets can be prepared in this version"
-    )
+    return read_hf_source(spec, raw_dir, source)

@@ -7,13 +7,16 @@
   4. exactly one option's text appears in the output (case-insensitive, whole words)
 A letter that is not among the options, several different letters, or nothing above -> None
 (counted as a parse failure and scored wrong).
+
+`extract_short_answer` reads free-form answers (questions without options, Capture's count):
+a \\boxed{...} value, else what follows "answer is" / "Answer:", else the whole output.
 """
 
 from __future__ import annotations
 
 import re
 
-from ..datasets.preprocessing import LETTERS
+from ..datasets.preprocessing import OPTION_LETTERS
 
 _MARKUP = re.compile(r"[*_`\s]+")
 _ALONE = re.compile(r"^[\(\[]?([A-Z])[\)\]\.:]?$")
@@ -26,7 +29,7 @@ def extract_choice(text: str | None, options: list[str]) -> str | None:
     """Option letter chosen in `text`, or None when it cannot be read unambiguously."""
     if not text:
         return None
-    valid = LETTERS[: len(options)]
+    valid = OPTION_LETTERS[: len(options)]
     stripped = text.strip()
     bare = _MARKUP.sub("", stripped)
     if match := _ALONE.match(bare):
@@ -44,3 +47,39 @@ def extract_choice(text: str | None, options: list[str]) -> str | None:
         if re.search(rf"(?<!\w){re.escape(option.lower())}(?!\w)", lowered)
     ]
     return found[0] if len(found) == 1 else None
+
+
+BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+_ANSWER_IS = re.compile(r"(?i:answer)\s*(?i:is)?\s*[:\-]?\s*(.+)")
+
+
+def extract_short_answer(text: str | None) -> str | None:
+    """The short free-form answer in `text` (stripped of markup and a final period), or None."""
+    if not text or not text.strip():
+        return None
+    boxed = BOXED.findall(text)
+    if boxed:
+        answer = boxed[-1]
+    elif match := _ANSWER_IS.search(text):
+        answer = match.group(1).splitlines()[0]
+    else:
+        answer = text
+    answer = answer.strip().strip("*_`$ ").rstrip(".").strip()
+    return answer or None
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def short_answers_match(predicted: str | None, gold: str) -> bool:
+    """Numbers compare as numbers ("3.50" == "3.5"), anything else case-insensitively."""
+    if predicted is None:
+        return False
+    p, g = _number(predicted), _number(str(gold))
+    if p is not None and g is not None:
+        return abs(p - g) <= 1e-9 * max(1.0, abs(g))
+    return predicted.strip().lower() == str(gold).strip().lower()

@@ -12,12 +12,13 @@ import pandas as pd
 
 from ..datasets.registry import get_dataset
 from ..rewards import grounding
-from .extraction import extract_choice
-from .metrics import accuracy, giou_ciou_from_counts, smape_score
+from .extraction import BOXED, extract_choice, extract_short_answer, short_answers_match
+from .metrics import giou_ciou_from_counts, smape_score
 
 
 class MCQTask:
-    """4-way multiple choice (recognition, VQA): the answer is an option letter.
+    """Multiple choice (recognition, VQA): the answer is an option letter. A VQA question without
+    options (MathVista "free_form", ...) is answered free-form and compared as a short answer.
 
     `family` groups tasks whose answers the same methods can vote on: "mcq" (discrete answers:
     letters, numbers) or "grounding" (object lists); config sections and presets use it."""
@@ -26,23 +27,24 @@ class MCQTask:
     primary = "accuracy"
 
     def parse(self, text: str, row: dict):
-        return extract_choice(text, list(row["options"]))
+        options = list(row["options"])
+        return extract_choice(text, options) if options else extract_short_answer(text)
 
     def gold(self, row: dict):
         return row["answer"]
 
     def score(self, parsed, gold) -> float:
-        return float(parsed is not None and parsed == gold)
+        return float(short_answers_match(parsed, gold))
 
     def format_rewards(self, texts: list[str]) -> list[float]:
         return [0.0] * len(texts)
 
     def prediction_columns(self, parsed: list, samples: pd.DataFrame) -> dict:
         gold = list(samples["answer"])
-        return {"parsed": parsed, "gold": gold, "correct": [p is not None and p == g for p, g in zip(parsed, gold)]}
+        return {"parsed": parsed, "gold": gold, "correct": [short_answers_match(p, g) for p, g in zip(parsed, gold)]}
 
     def metrics(self, predictions: pd.DataFrame) -> dict[str, float]:
-        return {"accuracy": accuracy(list(predictions["parsed"]), list(predictions["gold"]))}
+        return {"accuracy": 100 * float(predictions["correct"].mean())}
 
 
 def _objects(boxes, points) -> list[dict]:
@@ -100,7 +102,8 @@ class GroundingTask:
             "intersection": inter,
             "union": union,
             "n_pred": n_pred,
-            "correct": [n == len(r["boxes"]) for n, r in zip(n_pred, rows)],  # counting: box count
+            # counting: one object per counted thing (count column: PixMo-Count, CountBench)
+            "correct": [n == int(r.get("count", len(r["boxes"]))) for n, r in zip(n_pred, rows)],
         }
 
     def metrics(self, predictions: pd.DataFrame) -> dict[str, float]:
@@ -114,13 +117,17 @@ _NUMBER_WORDS = {w: i for i, w in enumerate(
 
 
 class FreeformCountTask:
-    """Capture (TTRV Appendix A): a free-form count, scored by 1 - sMAPE. The answer is the first
-    number in the output (digits, or a number word up to twelve); none -> unparsable."""
+    """Capture (TTRV Appendix A): a free-form count, scored by 1 - sMAPE. The answer is the
+    \\boxed{} value the prompt asks for, else the first number in the output (digits, or a
+    number word up to twelve); none -> unparsable."""
 
     family = "mcq"  # discrete answers: the voting rewards apply
     primary = "smape_score"
 
     def parse(self, text: str, row: dict):
+        boxed = BOXED.findall(text or "")
+        if boxed and (match := _NUMBER.search(boxed[-1])):
+            return float(match.group())
         if match := _NUMBER.search(text or ""):
             return float(match.group())
         words = [_NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", (text or "").lower()) if w in _NUMBER_WORDS]

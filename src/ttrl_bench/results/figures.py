@@ -21,24 +21,88 @@ def _save(fig, path: Path) -> None:
     plt.close(fig)
 
 
-def accuracy_bars(runs: pd.DataFrame, path: Path) -> None:
-    """Base vs adapted accuracy per dataset (in-domain runs), one bar per method."""
-    in_domain = runs[(runs["method"] == "zero-shot") | (runs["train_dataset"] == runs["target_dataset"])]
-    wide = in_domain.pivot_table(index=["model", "target_dataset", "metric"], columns="method", values="value", aggfunc="mean")
+def _in_domain(runs: pd.DataFrame) -> pd.DataFrame:
+    return runs[(runs["method"] == "zero-shot") | (runs["train_dataset"] == runs["target_dataset"])]
+
+
+def accuracy_bars(runs: pd.DataFrame, path: Path, published: pd.DataFrame | None = None) -> None:
+    """Base vs adapted scores per dataset (in-domain runs), one bar per method; a black tick on a
+    bar marks the paper's value for that model, method and dataset where one is published
+    (`published`: model, method, target_dataset, metric, value under our names)."""
+    wide = _in_domain(runs).pivot_table(index=["model", "target_dataset", "metric"], columns="method", values="value", aggfunc="mean")
     methods = ["zero-shot"] + sorted(c for c in wide.columns if c != "zero-shot")
     wide = wide.reindex(columns=[m for m in methods if m in wide.columns])
+    paper = {} if published is None else published.set_index(["model", "target_dataset", "metric", "method"])["value"].to_dict()
     fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(wide) + 2), 3.2))
-    width = 0.8 / len(wide.columns)
+    width = 0.8 / max(1, len(wide.columns))
+    tick_label = "published"  # one legend entry for all ticks
     for i, method in enumerate(wide.columns):
         xs = [j + i * width for j in range(len(wide))]
         bars = ax.bar(xs, wide[method], width, label=METHOD_LABELS.get(method, method))
         ax.bar_label(bars, fmt="%.1f", fontsize=7)
+        ticks = [(x, paper[(*key, method)]) for x, key in zip(xs, wide.index) if (*key, method) in paper]
+        if ticks:
+            ax.scatter(*zip(*ticks), marker="_", s=200, color="black", zorder=3, label=tick_label)
+            tick_label = None
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(wide))])
     ax.set_xticklabels([f"{m}\n{d}\n({metric})" for m, d, metric in wide.index], fontsize=8)
     ax.set_ylabel("score (%)")
     ax.set_ylim(0, 100)
     ax.legend(fontsize=7, loc="upper right")
     ax.set_title("Greedy scores before and after test-time RL", fontsize=9)
+    _save(fig, path)
+
+
+def _empty(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=9, transform=ax.transAxes)
+    ax.set_axis_off()
+
+
+def cross_dataset_heatmap(runs: pd.DataFrame, path: Path) -> None:
+    """TTRV Figure 3: adapt on a dataset (rows), evaluate on another (columns); each cell the
+    adapted score minus the same model's zero-shot score on the column's dataset, one panel per
+    (model, method). In-domain runs fill the diagonal."""
+    panels = [] if runs.empty else list(runs[runs["method"] != "zero-shot"].groupby(["model", "method"]))
+    base = {} if runs.empty else runs[runs["method"] == "zero-shot"].groupby(["model", "target_dataset"])["value"].mean()
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(4 * max(1, len(panels)), 3.6), squeeze=False)
+    if not panels:
+        _empty(axes[0, 0], "no adapted runs")
+    for ax, ((model, method), frame) in zip(axes[0], panels):
+        frame = frame.assign(delta=frame["value"] - [base.get((model, t), float("nan")) for t in frame["target_dataset"]])
+        grid = frame.pivot_table(index="train_dataset", columns="target_dataset", values="delta", aggfunc="mean")
+        if grid.empty:
+            _empty(ax, f"{model}: {METHOD_LABELS.get(method, method)}\nno zero-shot run to compare with")
+            continue
+        limit = max(1.0, float(abs(grid).max().max()))
+        image = ax.imshow(grid, cmap="RdBu", vmin=-limit, vmax=limit)
+        for (i, j), value in pd.DataFrame(grid.values).stack().items():
+            ax.text(j, i, f"{value:+.1f}", ha="center", va="center", fontsize=7)
+        ax.set_xticks(range(len(grid.columns)), grid.columns, rotation=45, ha="right", fontsize=7)
+        ax.set_yticks(range(len(grid.index)), grid.index, fontsize=7)
+        ax.set_xlabel("evaluated on")
+        ax.set_ylabel("adapted on")
+        cross = (frame["train_dataset"] != frame["target_dataset"]).any()
+        ax.set_title(f"{model}: {METHOD_LABELS.get(method, method)}" + ("" if cross else "\n(no cross-dataset runs)"), fontsize=8)
+        fig.colorbar(image, ax=ax, shrink=0.8, label="Δ vs zero-shot (points)")
+    _save(fig, path)
+
+
+def step_costs(train_log: pd.DataFrame, path: Path) -> None:
+    """VR-TTRL Figures 2 and 3: wall time and mean completion length (tokens) per adaptation
+    step, mean over seeds (and VR-TTRL's samples). Logs written before completion_length was
+    recorded leave the right panel empty."""
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3))
+    for ax, column, label in ((axes[0], "seconds", "seconds per step"), (axes[1], "completion_length", "completion length (tokens)")):
+        if train_log.empty or column not in train_log or train_log[column].isna().all():
+            _empty(ax, f"{column} not in the training log")
+            continue
+        for (model, method, dataset), frame in train_log.groupby(["model", "method", "train_dataset"]):
+            per_step = frame.groupby("step")[column].mean()
+            ax.plot(per_step.index, per_step.values, marker=".", label=f"{model}: {METHOD_LABELS.get(method, method)} ({dataset})")
+        ax.set_xlabel("adaptation step")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+    fig.suptitle("Cost of adaptation per step (VR-TTRL Figures 2, 3)", fontsize=9)
     _save(fig, path)
 
 

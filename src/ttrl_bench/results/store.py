@@ -38,6 +38,20 @@ def _read_json(path: Path) -> dict:
         raise ValueError(f"{path}: not valid JSON ({err}); rerun the job that wrote it") from err
 
 
+def _benchmarks(benchmark_dir: Path | None) -> pd.DataFrame:
+    """Snakemake `benchmark:` files under results/benchmarks/<rule>/<wildcards...>.tsv: wall
+    seconds and peak memory per job (TTRV Table 10's latencies)."""
+    rows = []
+    for path in sorted(benchmark_dir.rglob("*.tsv")) if benchmark_dir else []:
+        frame = pd.read_csv(path, sep="\t")
+        if frame.empty:
+            continue
+        rule, *job = path.relative_to(benchmark_dir).with_suffix("").parts
+        # one row per repeat (`benchmark: repeat(...)`); we keep the mean
+        rows.append({"rule": rule, "job": "/".join(job), "seconds": frame["s"].mean(), "max_rss_mb": frame["max_rss"].mean()})
+    return pd.DataFrame(rows)
+
+
 def _frames(eval_dirs: list[Path], adapt_dirs: list[Path], data_dirs: list[Path]) -> dict[str, pd.DataFrame]:
     runs, metric_rows, predictions, train_logs, prep = [], [], [], [], []
     for d in eval_dirs:
@@ -72,9 +86,10 @@ def _frames(eval_dirs: list[Path], adapt_dirs: list[Path], data_dirs: list[Path]
     }
 
 
-def ingest(db_path: Path, eval_dirs: list[Path], adapt_dirs: list[Path], data_dirs: list[Path]) -> dict[str, int]:
+def ingest(db_path: Path, eval_dirs: list[Path], adapt_dirs: list[Path], data_dirs: list[Path],
+           benchmark_dir: Path | None = None) -> dict[str, int]:
     """Rebuild the store at `db_path` from job outputs; returns row counts per table."""
-    frames = _frames(eval_dirs, adapt_dirs, data_dirs)
+    frames = {**_frames(eval_dirs, adapt_dirs, data_dirs), "benchmarks": _benchmarks(benchmark_dir)}
     tmp = db_path.with_suffix(".duckdb.tmp")
     tmp.unlink(missing_ok=True)
     counts = {}
@@ -94,3 +109,10 @@ def ingest(db_path: Path, eval_dirs: list[Path], adapt_dirs: list[Path], data_di
 def query(db_path: Path, sql: str) -> pd.DataFrame:
     with duckdb.connect(str(db_path), read_only=True) as con:
         return con.execute(sql).df()
+
+
+def read_table(db_path: Path, name: str) -> pd.DataFrame:
+    """A whole table, or an empty frame where ingest had no rows for it (it creates none then)."""
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        names = {row[0] for row in con.execute("SHOW TABLES").fetchall()}
+        return con.execute(f"SELECT * FROM {name}").df() if name in names else pd.DataFrame()

@@ -23,6 +23,8 @@ def method_table(runs: pd.DataFrame) -> pd.DataFrame:
     """TTRV Table 1 layout: per model a base (zero-shot) row, a "w/ <method>" row per method
     and a delta row under each, datasets as columns plus their mean. In-domain runs only
     (adapted and evaluated on the same dataset)."""
+    if runs.empty:
+        return pd.DataFrame(index=pd.Index([], name="Model"))
     in_domain = runs[(runs["method"] == "zero-shot") | (runs["train_dataset"] == runs["target_dataset"])]
     wide = in_domain.pivot_table(index=["model", "method"], columns="target_dataset", values="value", aggfunc="mean")
     wide["Mean"] = wide.mean(axis=1, skipna=False)
@@ -42,30 +44,6 @@ def method_table(runs: pd.DataFrame) -> pd.DataFrame:
     table.index.name = "Model"
     table.columns.name = None
     return table.round(2)
-
-
-def published_comparison(runs: pd.DataFrame, published: pd.DataFrame, paper: str, table: int,
-                         model_names: dict[str, str], dataset_names: dict[str, str]) -> pd.DataFrame:
-    """Every published cell of (paper, table) with our value where we ran the same model,
-    method and dataset: columns paper_value, ours, delta, status ("reproduced" / "not run").
-
-    `model_names` / `dataset_names` map our config names to the papers' (e.g. internvl3-2b ->
-    InternVL3-2B, imagenet -> ImageNet)."""
-    cells = published[(published["paper"] == paper) & (published["table"] == table)].copy()
-    ours = runs.assign(
-        model=runs["model"].map(model_names).fillna(runs["model"]),
-        dataset=runs["target_dataset"].map(dataset_names).fillna(runs["target_dataset"]),
-    )
-    ours = ours[(ours["method"] == "zero-shot") | (ours["train_dataset"] == ours["target_dataset"])]
-    ours = ours.groupby(["model", "method", "dataset"], as_index=False)["value"].mean()
-    means = ours.groupby(["model", "method"], as_index=False)["value"].mean().assign(dataset="Mean")
-    merged = cells.merge(pd.concat([ours, means]).rename(columns={"value": "ours"}),
-                         on=["model", "method", "dataset"], how="left")
-    merged["delta"] = merged["ours"] - merged["value"]
-    merged["status"] = merged["ours"].notna().map({True: "reproduced", False: "not run"})
-    return merged.rename(columns={"value": "paper_value"})[
-        ["paper", "table", "model", "method", "dataset", "metric", "paper_value", "ours", "delta", "status"]
-    ]
 
 
 def to_markdown(frame: pd.DataFrame, index: bool = True, digits: int = 2) -> str:

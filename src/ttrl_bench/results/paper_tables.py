@@ -1,0 +1,296 @@
+"""Every published table, regenerated from the store: each of the 587 published cells (published.csv)
+with our value beside it, the delta and a status ("reproduced" / "not run").
+
+`our_cells` maps our runs onto the papers' vocabulary (models, methods, datasets, metrics) table
+by table, as declared in TABLES; `compare` joins that with the published cells; `layout` and the
+writers lay one table out as the paper does (rows: model x method, columns: dataset [x metric]).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+KEY = ["paper", "table", "model", "method", "dataset", "metric"]
+
+# The (paper, table) pairs of published.csv in its order; tests/test_paper_tables.py checks the CSV.
+PAPER_TABLES = [
+    ("ttrv", 1), ("ttrv", 2), ("ttrv", 3), ("ttrv", 4), ("ttrv", 5), ("ttrv", 6), ("ttrv", 7), ("ttrv", 9),
+    ("ttrv", 10), ("ttrv", 11), ("ttrv", 12), ("ttrv", 8),
+    ("vr-ttrl", 2), ("vr-ttrl", 3), ("vr-ttrl", 8), ("vr-ttrl", 7), ("vr-ttrl", 9), ("vr-ttrl", 10), ("vr-ttrl", 11),
+    ("echo", 2), ("echo", 12),
+]
+
+# The papers' metric -> ours; the first one a run has wins (a real SAM2 mask gIoU, once we have it,
+# before our box-mask stand-in). seconds_per_sample is the per-sample adaptation time of VR-TTRL.
+METRICS = {
+    "top1_acc": ["accuracy"], "acc": ["accuracy"], "pass@1": ["accuracy"],  # greedy: pass@1 = accuracy
+    "acc_mean": ["accuracy"], "acc_std": ["accuracy"],  # TTRV Table 11: over seeds
+    "giou": ["giou", "box_giou"], "ciou": ["ciou", "box_ciou"], "count_acc": ["count_accuracy"],
+    "seconds_per_image": ["seconds_per_sample"],
+}
+# How a cell aggregates over seeds. TTRV Table 11 says "mean and standard deviation over 5 seeds"
+# without saying which std; we use the sample std (ddof=1, pandas' default): one seed gives no std.
+SEED_AGGREGATE = {"acc_std": "std"}
+
+
+@dataclass(frozen=True)
+class Table:
+    """How one published table reads our runs.
+
+    `methods`: a paper method -> our method, or (our method, n_adapt, sampling) for a protocol
+    other than the main grid's (None: the main grid's); unlisted methods are ours by the same name
+    (methods we never implemented simply have no runs: "not run"). Zero-shot rows are always the
+    main protocol's. `cross`: datasets are "Train->Target" (adapt on Train, evaluate on Target).
+    `source`: "runs", or "prep_stats" / "benchmarks" for the two tables that are not scores."""
+
+    title: str
+    methods: dict = field(default_factory=dict)
+    cross: bool = False
+    source: str = "runs"
+
+
+TABLES = {
+    ("ttrv", 1): Table("TTRV Table 1: image recognition, top-1 accuracy (%), zero-shot vs TTRV"),
+    ("ttrv", 2): Table("TTRV Table 2: visual question answering, accuracy (%), zero-shot vs TTRV"),
+    ("ttrv", 3): Table("TTRV Table 3: reward ablation (TTRL majority, TTRV without frequency / diversity)"),
+    ("ttrv", 4): Table("TTRV Table 4: TTRV with random vs biased-4 sampling of the adaptation set",
+                       {"ttrv-random-sampling": ("ttrv", None, "random"), "ttrv-biased-sampling": ("ttrv", None, "biased-4")}),
+    ("ttrv", 5): Table("TTRV Table 5: TTRV vs a random reward"),
+    ("ttrv", 6): Table("TTRV Table 6: TTRV adapting on a single test sample", {"ttrv-1-sample": ("ttrv", "1", None)}),
+    ("ttrv", 7): Table("TTRV Table 7: TTRV on Qwen2.5-VL-3B"),
+    ("ttrv", 9): Table("TTRV Table 9: TTRV adapting on 20 vs 500 test samples",
+                       {"ttrv-20-samples": ("ttrv", "20", None), "ttrv-500-samples": ("ttrv", "500", None)}),
+    ("ttrv", 10): Table("TTRV Table 10: latency (s) of inference and adaptation (ours: mean Snakemake job wall time)",
+                        source="benchmarks"),
+    ("ttrv", 11): Table("TTRV Table 11: mean and std of accuracy (%) over seeds"),
+    ("ttrv", 12): Table("TTRV Table 12: cross-dataset, adapt on the left, evaluate on the right", cross=True),
+    ("ttrv", 8): Table("TTRV Table 8: test samples before and after the resolution filter", source="prep_stats"),
+    ("vr-ttrl", 2): Table("VR-TTRL Table 2: reasoning segmentation gIoU and counting accuracy (%)",
+                          {"vote-only-consensus": "vote-only"}),
+    ("vr-ttrl", 3): Table("VR-TTRL Table 3: reward ablation (single generation, anti-consensus), gIoU (%)"),
+    ("vr-ttrl", 8): Table("VR-TTRL Table 8: number of updates per sample (0 updates = the base model)",
+                          {"vr-ttrl-0-updates": "zero-shot", "vr-ttrl-5-updates": "vr-ttrl"}),
+    ("vr-ttrl", 7): Table("VR-TTRL Table 7: number of rollouts (8 = the default)", {"vr-ttrl-8-rollouts": "vr-ttrl"}),
+    ("vr-ttrl", 9): Table("VR-TTRL Table 9: consensus thresholds"),
+    ("vr-ttrl", 10): Table("VR-TTRL Table 10: other test-time methods (TENT, MEMO, SFT on pseudo-labels: not implemented)"),
+    ("vr-ttrl", 11): Table("VR-TTRL Table 11: offline training on the train split (not implemented) vs VR-TTRL"),
+    ("echo", 2): Table("ECHO Table 2: math reasoning pass@1 (%) (MM-UPT and ECHO: not implemented)"),
+    ("echo", 12): Table("ECHO Table 12: supervised GRPO vs ECHO (not implemented)"),
+}
+
+_RUN_KEYS = ["run_id", "model", "method", "train_dataset", "target_dataset", "n_adapt", "sampling", "seed"]
+_OUT = [*KEY, "ours", "our_metric"]
+
+
+def _long_runs(runs: pd.DataFrame, metrics: pd.DataFrame, model_names: dict, dataset_names: dict) -> pd.DataFrame:
+    """One row per (run, our metric), models and datasets under the papers' names."""
+    if runs.empty:
+        return pd.DataFrame(columns=[*_RUN_KEYS, "train", "target", "our_metric", "value"])
+    scores = metrics if not metrics.empty else runs[["run_id", "metric", "value"]]
+    # zero-shot adapts nothing: 0 s per image (VR-TTRL Table 8, "0 updates")
+    seconds = runs["seconds_per_sample"] if "seconds_per_sample" in runs else pd.Series(float("nan"), runs.index)
+    seconds = seconds.where(runs["method"] != "zero-shot", 0.0)
+    per_sample = pd.DataFrame({"run_id": runs["run_id"], "metric": "seconds_per_sample", "value": seconds})
+    long = runs[_RUN_KEYS].merge(pd.concat([scores[["run_id", "metric", "value"]], per_sample]).dropna(), on="run_id")
+    return long.assign(
+        model=long["model"].map(model_names).fillna(long["model"]),
+        train=long["train_dataset"].map(dataset_names).fillna(long["train_dataset"]),
+        target=long["target_dataset"].map(dataset_names).fillna(long["target_dataset"]),
+    ).rename(columns={"metric": "our_metric"})
+
+
+def _score_cells(key, spec: Table, cells: pd.DataFrame, long: pd.DataFrame, main: tuple[str, str]) -> list[pd.DataFrame]:
+    out = []
+    for paper_method in cells["method"].unique():
+        ours = spec.methods.get(paper_method, paper_method)
+        method, n_adapt, sampling = (ours, None, None) if isinstance(ours, str) else ours
+        protocol = main if method == "zero-shot" else (n_adapt or main[0], sampling or main[1])
+        rows = long[(long["method"] == method) & (long["n_adapt"] == protocol[0]) & (long["sampling"] == protocol[1])]
+        if method == "zero-shot" and spec.cross:
+            # the base model on each pair's target, under the pair's name
+            pairs = pd.DataFrame({"dataset": cells["dataset"].unique()})
+            pairs["target"] = pairs["dataset"].str.split("->").str[1]
+            rows = rows.merge(pairs, on="target")
+        elif spec.cross:
+            rows = rows[rows["train"] != rows["target"]].assign(dataset=lambda f: f["train"] + "->" + f["target"])
+        else:
+            rows = rows[(method == "zero-shot") | (rows["train"] == rows["target"])].assign(dataset=lambda f: f["target"])
+        for metric in cells.loc[cells["method"] == paper_method, "metric"].unique():
+            candidates = METRICS.get(metric, [])
+            found = rows[rows["our_metric"].isin(candidates)]
+            # per run, the first candidate metric it has
+            found = found.assign(rank=found["our_metric"].map(candidates.index)).sort_values("rank")
+            found = found.drop_duplicates("run_id")
+            agg = found.groupby(["model", "dataset"], as_index=False).agg(
+                ours=("value", SEED_AGGREGATE.get(metric, "mean")), our_metric=("our_metric", "first"))
+            out.append(agg.assign(paper=key[0], table=key[1], method=paper_method, metric=metric))
+    return out
+
+
+def _prep_cells(key, prep_stats: pd.DataFrame, dataset_names: dict) -> list[pd.DataFrame]:
+    """TTRV Table 8: test samples before (n_original) and after (n_used) the resolution filter."""
+    if prep_stats.empty:
+        return []
+    dataset = prep_stats["dataset"].map(dataset_names).fillna(prep_stats["dataset"])
+    return [pd.DataFrame({"paper": key[0], "table": key[1], "model": "-", "method": "resolution-filter",
+                          "dataset": dataset, "metric": metric, "ours": prep_stats[column].astype(float),
+                          "our_metric": f"prep_stats.{column}"})
+            for metric, column in (("n_original", "original"), ("n_used", "kept"))]
+
+
+def _latency_cells(key, benchmarks: pd.DataFrame, paper_models: set[str], model_names: dict) -> list[pd.DataFrame]:
+    """TTRV Table 10 names no model or dataset: ours is the mean wall time of the Snakemake jobs,
+    evaluate jobs for normal inference, GRPO adapt jobs of n<N>_* protocols for adapting on N.
+    Only jobs of the paper's models count: the demo model's seconds say nothing about a 2-8B VLM."""
+    if benchmarks.empty:
+        return []
+    model = benchmarks["job"].str.split("/").str[0]
+    benchmarks = benchmarks[model.map(lambda m: model_names.get(m, m)).isin(paper_models)]
+    n_adapt = benchmarks["job"].str.extract(r"(?:^|/)n(\d+|all)_", expand=False)
+    groups = {"normal-inference": benchmarks["rule"] == "evaluate"}
+    for n in n_adapt.dropna().unique():
+        groups[f"adaptation-{n}-sample" + ("s" if n != "1" else "")] = (benchmarks["rule"] == "adapt") & (n_adapt == n)
+    return [pd.DataFrame([{"paper": key[0], "table": key[1], "model": "unspecified", "method": method, "dataset": "all",
+                           "metric": "latency_s", "ours": benchmarks.loc[mask, "seconds"].mean(),
+                           "our_metric": f"benchmark s, mean of {int(mask.sum())} jobs"}])
+            for method, mask in groups.items() if mask.any()]
+
+
+def _means(cells: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
+    """"Mean" / "SegMean" / "CountMean" cells: the mean of our values over the table's datasets of
+    that metric (the other columns of the block), only when we have every one of them."""
+    rows = []
+    for (paper, table, metric), group in cells.groupby(["paper", "table", "metric"]):
+        mean_names = [d for d in group["dataset"].unique() if d.endswith("Mean")]
+        parts = [d for d in group["dataset"].unique() if not d.endswith("Mean")]
+        if not mean_names:
+            continue
+        mine = ours[(ours["paper"] == paper) & (ours["table"] == table) & (ours["metric"] == metric)
+                    & ours["dataset"].isin(parts)]
+        for (model, method), values in mine.groupby(["model", "method"]):
+            if values["dataset"].nunique() == len(parts):
+                for name in mean_names:
+                    rows.append({"paper": paper, "table": table, "model": model, "method": method, "dataset": name,
+                                 "metric": metric, "ours": values["ours"].mean(),
+                                 "our_metric": values["our_metric"].iloc[0]})
+    return pd.DataFrame(rows, columns=_OUT)
+
+
+def our_cells(published: pd.DataFrame, runs: pd.DataFrame, metrics: pd.DataFrame, prep_stats: pd.DataFrame,
+              benchmarks: pd.DataFrame, model_names: dict[str, str], dataset_names: dict[str, str],
+              main: tuple[str, str] = ("20", "random")) -> pd.DataFrame:
+    """Our value for every cell of the published tables we can fill: columns KEY, ours, our_metric
+    (what we measured, e.g. box_giou where the paper scores SAM2 masks). `published` gives each
+    table's vocabulary; `main` is the main grid's (n_adapt, sampling)."""
+    long = _long_runs(runs, metrics, model_names, dataset_names)
+    parts = []
+    for key, spec in TABLES.items():
+        cells = published[(published["paper"] == key[0]) & (published["table"] == key[1])]
+        if spec.source == "prep_stats":
+            parts += _prep_cells(key, prep_stats, dataset_names)
+        elif spec.source == "benchmarks":
+            paper_models = set(published.loc[published["paper"] == key[0], "model"])
+            parts += _latency_cells(key, benchmarks, paper_models, model_names)
+        else:
+            parts += _score_cells(key, spec, cells, long, main)
+    ours = pd.concat([p for p in parts if not p.empty] or [pd.DataFrame(columns=_OUT)], ignore_index=True)[_OUT]
+    ours = pd.concat([ours, _means(published, ours)], ignore_index=True) if not ours.empty else ours
+    return ours.dropna(subset=["ours"])
+
+
+def compare(published: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
+    """Every published cell, in published.csv's order, with paper_value, ours, our_metric, delta
+    (ours - paper) and status; our cells without a published counterpart are dropped."""
+    ours = ours.drop_duplicates(KEY)
+    merged = published.merge(ours, on=KEY, how="left").rename(columns={"value": "paper_value"})
+    merged["delta"] = merged["ours"] - merged["paper_value"]
+    merged["status"] = merged["ours"].notna().map({True: "reproduced", False: "not run"})
+    return merged[[*KEY, "paper_value", "ours", "our_metric", "delta", "status"]]
+
+
+def _number(value: float, metric: str) -> str:
+    return f"{value:.0f}" if metric.startswith("n_") else f"{value:.2f}"  # TTRV Table 8 counts samples
+
+
+def cell_text(row) -> str:
+    """"39.69 / 54.40 (−14.71)": ours / paper (delta), or "– / 54.40 (not run)"."""
+    paper = _number(row["paper_value"], row["metric"])
+    if row["status"] != "reproduced":
+        return f"– / {paper} (not run)"
+    delta = _number(row["delta"], row["metric"])
+    delta = delta.replace("-", "−") if delta.startswith("-") else "+" + delta
+    return f"{_number(row['ours'], row['metric'])} / {paper} ({delta})"
+
+
+def layout(comparison: pd.DataFrame) -> pd.DataFrame:
+    """One table as the paper lays it out: rows (model, method), columns dataset, or
+    "dataset (metric)" when a dataset has several metrics; paper order; "" where the paper has
+    no cell."""
+    several = comparison.groupby("dataset")["metric"].nunique().max() > 1
+    column = comparison["dataset"] + (" (" + comparison["metric"] + ")" if several else "")
+    frame = comparison.assign(column=column, text=comparison.apply(cell_text, axis=1))
+    wide = frame.pivot_table(index=["model", "method"], columns="column", values="text", aggfunc="first")
+    rows = list(dict.fromkeys(zip(frame["model"], frame["method"])))
+    wide = wide.reindex(index=pd.MultiIndex.from_tuples(rows, names=["model", "method"]),
+                        columns=list(dict.fromkeys(frame["column"]))).fillna("")
+    wide.columns.name = None
+    return wide
+
+
+def summary_line(comparison: pd.DataFrame) -> str:
+    reproduced = int((comparison["status"] == "reproduced").sum())
+    return f"{reproduced} of {len(comparison)} published cells reproduced; cells read ours / paper (ours - paper)."
+
+
+def metric_notes(comparison: pd.DataFrame) -> list[str]:
+    """Which of our metrics stands in for each paper metric (e.g. box_giou for SAM2-mask gIoU)."""
+    done = comparison[comparison["status"] == "reproduced"]
+    return [f"{metric}: ours is {'; '.join(sorted(group['our_metric'].unique()))}"
+            for metric, group in done.groupby("metric", sort=False)]
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
+        "{": r"\{", "}": r"\}", "−": "$-$", "–": "--", "->": r"$\to$"}
+
+
+def tex_escape(text: str) -> str:
+    return re.sub("|".join(map(re.escape, sorted(_TEX, key=len, reverse=True))), lambda m: _TEX[m[0]], str(text))
+
+
+def to_latex(frame: pd.DataFrame, caption: str) -> str:
+    """A booktabs tabular (needs \\usepackage{booktabs}); hand-written to avoid a jinja2 dependency."""
+    frame = frame.reset_index()
+    row = lambda values: " & ".join(tex_escape(v) for v in values) + r" \\"
+    return "\n".join([
+        r"\begin{table}[t]", r"\centering", rf"\caption{{{tex_escape(caption)}}}",
+        rf"\begin{{tabular}}{{{'l' * len(frame.columns)}}}", r"\toprule", row(frame.columns), r"\midrule",
+        *(row(values) for values in frame.itertuples(index=False)),
+        r"\bottomrule", r"\end{tabular}", r"\end{table}", "",
+    ])
+
+
+def fidelity_summary(comparison: pd.DataFrame) -> pd.DataFrame:
+    """Per (paper, table): published cells, how many we reproduced, how many not run; and a total."""
+    counts = comparison.assign(reproduced=comparison["status"] == "reproduced").groupby(
+        ["paper", "table"], sort=False).agg(cells=("status", "size"), reproduced=("reproduced", "sum")).reset_index()
+    counts = pd.concat([counts, pd.DataFrame([{"paper": "total", "table": "", "cells": counts["cells"].sum(),
+                                                "reproduced": counts["reproduced"].sum()}])], ignore_index=True)
+    counts["not_run"] = counts["cells"] - counts["reproduced"]
+    return counts.astype({"cells": int, "reproduced": int, "not_run": int})
+
+
+def published_markers(published: pd.DataFrame, model_names: dict[str, str], dataset_names: dict[str, str]) -> pd.DataFrame:
+    """The published score per (our model, method, dataset, our primary metric), from the first
+    table reporting it: the paper's tick on the accuracy bars."""
+    primary = {"top1_acc": "accuracy", "acc": "accuracy", "giou": "box_giou", "count_acc": "count_accuracy"}
+    model = {paper: ours for ours, paper in model_names.items()}
+    dataset = {paper: ours for ours, paper in dataset_names.items()}
+    cells = published[published["metric"].isin(primary)]
+    cells = cells.assign(model=cells["model"].map(model), target_dataset=cells["dataset"].map(dataset),
+                         method=cells["method"].replace(TABLES[("vr-ttrl", 2)].methods),
+                         metric=cells["metric"].map(primary))
+    return cells.dropna(subset=["model", "target_dataset"]).drop_duplicates(
+        ["model", "method", "target_dataset", "metric"])[["model", "method", "target_dataset", "metric", "value"]]

@@ -1,0 +1,425 @@
+"""Every registry entry through its real loader: a tiny fixture with the source's columns and
+types (a save_to_disk dataset, webdataset shards, an image folder, or JSON lines + files) is
+prepared with `prepare_dataset` and checked against counts and prompts worked out by hand.
+
+Fixture rows follow one pattern unless a test says otherwise: a good 64x48 image, a 1200x900
+image (too large for TTRV's 1000x1000 limit) and bytes that are no image (unreadable)."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+
+import datasets
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+from pycocotools import mask as mask_utils
+
+from ttrl_bench.datasets import sources
+from ttrl_bench.datasets.prepare import prepare_dataset
+from ttrl_bench.datasets.registry import REGISTRY
+from ttrl_bench.datasets.sources import DatasetSourceError
+
+
+def png(width=64, height=48, color=(200, 30, 30)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+GOOD, LARGE, CORRUPT = png(), png(1200, 900), b"this is not an image"
+THREE_IMAGES = [GOOD, LARGE, CORRUPT]
+STANDARD_DROPS = {"original": 3, "kept": 1, "dropped": {"too_large": 1, "unreadable": 1}}
+
+
+def save(tmp_path, columns: dict, features: dict) -> dict:
+    """A save_to_disk copy with the given columns; images given as bytes."""
+    for name, feature in features.items():
+        if isinstance(feature, datasets.Image):
+            columns[name] = [{"bytes": b, "path": None} if b is not None else None for b in columns[name]]
+        elif isinstance(feature, datasets.List) and isinstance(feature.feature, datasets.Image):
+            columns[name] = [[{"bytes": b, "path": None} for b in images] for images in columns[name]]
+    path = tmp_path / "source"
+    datasets.Dataset.from_dict(columns, features=datasets.Features(features)).save_to_disk(str(path))
+    return {"path": str(path)}
+
+
+def prepare(tmp_path, name: str, source: dict, seed: int = 0):
+    stats = prepare_dataset(name, tmp_path / "prepared", seed, source=source)
+    return stats, pd.read_parquet(tmp_path / "prepared" / "manifest.parquet")
+
+
+def counts(stats: dict) -> dict:
+    return {key: stats[key] for key in ("original", "kept", "dropped")}
+
+
+# --- recognition -----------------------------------------------------------------------------
+
+WDS_ENTRIES = ["imagenet-v2", "imagenet-r", "imagenet-sketch", "imagenet-a", "dtd", "resisc45"]
+CLASSES = ["tench", "goldfish", "great white shark", "tiger shark", "hammerhead"]
+
+
+def webdataset_copy(tmp_path, image_ext="jpg") -> dict:
+    """clip-benchmark's layout: tar shards of <key>.<image ext> + <key>.cls, classnames.txt beside."""
+    root = tmp_path / "wds"
+    (root / "test").mkdir(parents=True)
+    (root / "classnames.txt").write_text("\n".join(CLASSES) + "\n")
+    with tarfile.open(root / "test" / "0.tar", "w") as tar:
+        for i, (blob, label) in enumerate(zip(THREE_IMAGES, [3, 0, 1])):
+            for ext, data in ((image_ext, blob), ("cls", str(label).encode())):
+                info = tarfile.TarInfo(f"s{i:04d}.{ext}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return {"path": str(root)}
+
+
+@pytest.mark.parametrize("name", WDS_ENTRIES)
+def test_clip_benchmark_webdataset_entries(tmp_path, name):
+    stats, manifest = prepare(tmp_path, name, webdataset_copy(tmp_path))
+    assert counts(stats) == STANDARD_DROPS
+    row = manifest.iloc[0]
+    assert row["label"] == "tiger shark"  # cls 3 in classnames.txt order
+    options = list(row["options"])
+    assert len(set(options)) == 4 and options["ABCD".index(row["answer"])] == "tiger shark"
+    what = "what texture it shows" if name == "dtd" else "what it shows"  # DTD's wording, Appendix C
+    assert row["prompt"].startswith(f"Look at the given image and identify {what}. Choose the correct answer")
+    assert row["prompt"].endswith("\nOptions:\n" + "\n".join(f"{l}. {o}" for l, o in zip("ABCD", options)) + ".")
+
+
+def test_webp_shards_are_read_too(tmp_path):
+    stats, _ = prepare(tmp_path, "imagenet-r", webdataset_copy(tmp_path, "webp"))
+    assert counts(stats) == STANDARD_DROPS
+
+
+def test_food101_class_names_come_from_the_class_label(tmp_path):
+    names = ["apple_pie", "baby_back_ribs", "baklava", "beef_carpaccio", "beignets"]
+    source = save(tmp_path, {"image": THREE_IMAGES, "label": [2, 0, 1]},
+                  {"image": datasets.Image(), "label": datasets.ClassLabel(names=names)})
+    stats, manifest = prepare(tmp_path, "food101", source)
+    assert counts(stats) == STANDARD_DROPS
+    assert manifest.iloc[0]["label"] == "baklava"
+    assert set(manifest.iloc[0]["options"]) <= {"apple pie", "baby back ribs", "baklava", "beef carpaccio", "beignets"}
+
+
+def test_imagenet_image_folder_with_wordnet_id_names(tmp_path):
+    root = tmp_path / "imagenet-val"
+    wnids = ["n01440764", "n01443537", "n01484850", "n01491361"]
+    for wnid, blob in zip(wnids, [GOOD, LARGE, CORRUPT, GOOD]):
+        (root / wnid).mkdir(parents=True)
+        (root / wnid / f"ILSVRC2012_val_{wnid}.JPEG").write_bytes(blob)
+    names = tmp_path / "imagenet_names.json"
+    names.write_text(json.dumps(dict(zip(wnids, CLASSES))))
+    stats, manifest = prepare(tmp_path, "imagenet", {"path": str(root), "class_names": str(names)})
+    assert counts(stats) == {"original": 4, "kept": 2, "dropped": {"too_large": 1, "unreadable": 1}}
+    assert list(manifest["label"]) == ["tench", "tiger shark"]
+
+
+def test_missing_class_names_name_the_config_key(tmp_path):
+    root = tmp_path / "folder"
+    for wnid in ["n1", "n2"]:
+        (root / wnid).mkdir(parents=True)
+        (root / wnid / "a.png").write_bytes(GOOD)
+    with pytest.raises(DatasetSourceError, match=r"data\.sources\.imagenet\.class_names"):
+        prepare(tmp_path, "imagenet", {"path": str(root), "class_names": str(tmp_path / "absent.txt")})
+
+
+# --- VQA -------------------------------------------------------------------------------------
+
+INSTRUCTION_4 = ("Choose the correct answer from the options below and respond with only the corresponding "
+                 "option letter (A, B, C, or D). Do not include any explanation or extra text.")
+
+
+def test_mme_yes_no_becomes_two_options(tmp_path):
+    question = "Is this photo taken in a place of home office? Please answer yes or no."
+    source = save(tmp_path, {"question_id": ["a.png", "b.png", "c.png", "a.png"],
+                             "image": THREE_IMAGES + [GOOD], "question": [question] * 4,
+                             "answer": ["Yes", "No", "Yes", "No"], "category": ["scene"] * 4},
+                  {"question_id": datasets.Value("string"), "image": datasets.Image(),
+                   "question": datasets.Value("string"), "answer": datasets.Value("string"),
+                   "category": datasets.Value("string")})
+    stats, manifest = prepare(tmp_path, "mme", source)
+    assert counts(stats) == {"original": 4, "kept": 2, "dropped": {"too_large": 1, "unreadable": 1}}
+    assert list(manifest["answer"]) == ["B", "A"]  # Yes -> B, No -> A
+    assert list(manifest.iloc[0]["options"]) == ["No", "Yes"]
+    assert manifest.iloc[0]["prompt"] == (
+        question + " Please respond with only the corresponding option letter (A or B). Do not include any "
+        "explanation or extra text. \nOptions:\nA. No\nB. Yes.")
+    assert list(manifest["source_id"]) == ["a.png", "a.png"]  # MME asks two questions per image
+    assert manifest["id"].is_unique
+
+
+def test_seed_bench_keeps_image_questions(tmp_path):
+    source = save(tmp_path, {
+        "answer": ["C", "A", "B", "D"], "choice_a": ["Red", "x", "x", "x"], "choice_b": ["None of the above", "y", "y", "y"],
+        "choice_c": ["Brown", "z", "z", "z"], "choice_d": ["Tan", "w", "w", "w"], "data_id": ["1", "2", "3", "4"],
+        "data_type": ["image", "image", "image", "video"], "question": ["What is the main color of the dress?"] * 4,
+        "question_id": ["101", "102", "103", "104"], "question_type_id": [1, 1, 1, 10],
+        "image": [[GOOD], [LARGE], [CORRUPT], [GOOD, GOOD]]},
+        {"answer": datasets.Value("string"), **{f"choice_{c}": datasets.Value("string") for c in "abcd"},
+         "data_id": datasets.Value("string"), "data_type": datasets.Value("string"),
+         "question": datasets.Value("string"), "question_id": datasets.Value("string"),
+         "question_type_id": datasets.Value("int64"), "image": datasets.List(datasets.Image())})
+    stats, manifest = prepare(tmp_path, "seed-bench", source)
+    assert counts(stats) == {"original": 4, "kept": 1,
+                             "dropped": {"not_applicable": 1, "too_large": 1, "unreadable": 1}}
+    row = manifest.iloc[0]
+    assert row["answer"] == "C"
+    assert row["prompt"] == ("What is the main color of the dress?\n" + INSTRUCTION_4 +
+                             "\nOptions:\nA. Red\nB. None of the above\nC. Brown\nD. Tan")
+
+
+def test_ai2d_answer_index_becomes_a_letter(tmp_path):
+    source = save(tmp_path, {"question": ["What is the line that divides the two different plates?"] * 3,
+                             "options": [["ground", "fault line", "dirt", "earthquake"]] * 3,
+                             "answer": ["1", "0", "2"], "image": THREE_IMAGES},
+                  {"question": datasets.Value("string"), "options": datasets.List(datasets.Value("string")),
+                   "answer": datasets.Value("string"), "image": datasets.Image()})
+    stats, manifest = prepare(tmp_path, "ai2d", source)
+    assert counts(stats) == STANDARD_DROPS
+    assert manifest.iloc[0]["answer"] == "B"
+    assert manifest.iloc[0]["prompt"].endswith("\nOptions:\nA. ground\nB. fault line\nC. dirt\nD. earthquake")
+
+
+def test_crpe_prompt_and_letter_answer(tmp_path):
+    options = ["The person is in front of the person.", "The person is in front of the tree.",
+               "The person is in front of the mirror.", "The person is in front of the shelf."]
+    source = save(tmp_path, {"question": ["What is the person in front of?"] * 3, "options": [options] * 3,
+                             "answer": ["B", "A", "C"], "image": THREE_IMAGES},
+                  {"question": datasets.Value("string"), "options": datasets.List(datasets.Value("string")),
+                   "answer": datasets.Value("string"), "image": datasets.Image()})
+    stats, manifest = prepare(tmp_path, "crpe", source)
+    assert counts(stats) == STANDARD_DROPS
+    assert manifest.iloc[0]["prompt"] == (
+        "What is the person in front of?\n" + "\n".join(f"{l}. {o}" for l, o in zip("ABCD", options))
+        + "\nAnswer with the option's letter from the given choices directly and do not include any "
+          "explanation or extra text.")
+
+
+def test_mathvista_choices_and_free_form(tmp_path):
+    question = "If AB = AO, what is the degree measure of angle ABO?"
+    source = save(tmp_path, {
+        "pid": ["1", "2", "3", "4"], "question": [question, "What is the value of x?", question, question],
+        "image": ["images/1.jpg"] * 4, "decoded_image": [GOOD, GOOD, LARGE, CORRUPT],
+        "choices": [["15", "30", "45", "60", "90"], None, ["1", "2"], ["1", "2"]],
+        "unit": [None] * 4, "precision": [None, 1.0, None, None], "answer": ["30", "3.5", "1", "2"],
+        "question_type": ["multi_choice", "free_form", "multi_choice", "multi_choice"],
+        "answer_type": ["text", "float", "text", "text"]},
+        {"pid": datasets.Value("string"), "question": datasets.Value("string"), "image": datasets.Value("string"),
+         "decoded_image": datasets.Image(), "choices": datasets.List(datasets.Value("string")),
+         "unit": datasets.Value("string"), "precision": datasets.Value("float64"), "answer": datasets.Value("string"),
+         "question_type": datasets.Value("string"), "answer_type": datasets.Value("string")})
+    stats, manifest = prepare(tmp_path, "mathvista", source)
+    assert counts(stats) == {"original": 4, "kept": 2, "dropped": {"too_large": 1, "unreadable": 1}}
+    assert list(manifest["answer"]) == ["B", "3.5"]
+    assert manifest.iloc[0]["prompt"] == (
+        "Hint: Please answer the question and provide the correct option letter, e.g., A, B, C, D, at the end."
+        "\nDo not include any explanation or extra text.\nQuestion: " + question
+        + "\nChoices:\n(A) 15\n(B) 30\n(C) 45\n(D) 60\n(E) 90")
+    assert manifest.iloc[1]["prompt"].startswith("What is the value of x?\nAnswer the question with a single word")
+    assert list(manifest.iloc[1]["options"]) == []
+
+
+MATHVERSE_Q = ("What is the meaning of the highlighted segment?\nChoices:\nA:The turbine's center is 35 meters "
+               "above the ground.\nB:The turbine completes a single cycle in 35 seconds.\nC:The length of the "
+               "blade is 35 meters.\nD:The turbine has 35 blades.")
+
+
+def test_mathverse_options_are_read_from_the_question(tmp_path):
+    source = save(tmp_path, {"sample_index": ["1", "2", "3"], "problem_index": ["1", "1", "1"],
+                             "problem_version": ["Text Dominant"] * 3, "question": [MATHVERSE_Q] * 3,
+                             "image": THREE_IMAGES, "answer": ["A", "B", "C"],
+                             "question_type": ["multi-choice"] * 3},
+                  {"sample_index": datasets.Value("string"), "problem_index": datasets.Value("string"),
+                   "problem_version": datasets.Value("string"), "question": datasets.Value("string"),
+                   "image": datasets.Image(), "answer": datasets.Value("string"),
+                   "question_type": datasets.Value("string")})
+    stats, manifest = prepare(tmp_path, "mathverse", source)
+    assert counts(stats) == STANDARD_DROPS
+    row = manifest.iloc[0]
+    assert row["answer"] == "A" and list(row["options"])[3] == "The turbine has 35 blades."
+    assert row["prompt"] == ("Please directly answer the question and provide the correct option letter, e.g., "
+                             "A, B, C, D.\nDo not include any explanation or extra text.\nQuestion: " + MATHVERSE_Q)
+
+
+def test_realworldqa_is_resized_not_filtered(tmp_path):
+    question = ("How many lanes are there on the left?\n\nOptions are: \nA. 4\nB. 3\nC. 2\nD. 5\n"
+                "Please answer directly with only the letter of the correct option and nothing else.")
+    source = save(tmp_path, {"image": THREE_IMAGES, "question": [question] * 3, "answer": ["B", "A", "D"]},
+                  {"image": datasets.Image(), "question": datasets.Value("string"), "answer": datasets.Value("string")})
+    stats, manifest = prepare(tmp_path, "realworldqa", source)
+    assert counts(stats) == {"original": 3, "kept": 2, "dropped": {"unreadable": 1}}  # 1200x900 resized
+    assert list(manifest["answer"]) == ["B", "A"]
+    assert manifest.iloc[0]["prompt"] == question  # verbatim: the official prompt (Appendix C)
+    for image in manifest["image"]:
+        with Image.open(tmp_path / "prepared" / image) as im:
+            assert im.size == (1000, 1000)
+
+
+def test_logicvista_options_in_the_question(tmp_path):
+    question = "Which shape comes next?\nA. circle\nB. square\nC. triangle\nD. star"
+    source = save(tmp_path, {"image": THREE_IMAGES, "question": [question] * 3, "answer": ["C", "A", "B"]},
+                  {"image": datasets.Image(), "question": datasets.Value("string"), "answer": datasets.Value("string")})
+    stats, manifest = prepare(tmp_path, "logicvista", source)
+    assert counts(stats) == STANDARD_DROPS
+    assert manifest.iloc[0]["answer"] == "C"
+    assert manifest.iloc[0]["prompt"] == question + "\n" + INSTRUCTION_4
+
+
+def test_mathvision_options_or_free_form(tmp_path):
+    source = save(tmp_path, {"id": ["1", "2", "3", "4"], "question": ["Which figure?", "How many?", "q", "q"],
+                             "options": [["1", "2", "3", "4", "5"], [], [], []], "image": ["images/1.jpg"] * 4,
+                             "decoded_image": [GOOD, GOOD, LARGE, CORRUPT], "answer": ["C", "7", "1", "1"]},
+                  {"id": datasets.Value("string"), "question": datasets.Value("string"),
+                   "options": datasets.List(datasets.Value("string")), "image": datasets.Value("string"),
+                   "decoded_image": datasets.Image(), "answer": datasets.Value("string")})
+    stats, manifest = prepare(tmp_path, "mathvision", source)
+    assert counts(stats) == {"original": 4, "kept": 2, "dropped": {"too_large": 1, "unreadable": 1}}
+    assert list(manifest["answer"]) == ["C", "7"]
+    assert "(A, B, C, D, or E)" in manifest.iloc[0]["prompt"]
+
+
+def test_capture_json_lines_with_image_files(tmp_path):
+    root = tmp_path / "capture"
+    root.mkdir()
+    question = ("Count the exact number of sunglasses in the image. Assume the pattern of sunglasses continues "
+                "behind any black box. Provide the total number of sunglasses as if the black box were not there.")
+    lines = []
+    for i, blob in enumerate(THREE_IMAGES + [None]):
+        if blob is not None:
+            (root / f"img{i}.png").write_bytes(blob)
+        lines.append(json.dumps({"image": f"img{i}.png", "question": question, "answer": 7 + i}))
+    (root / "metadata.jsonl").write_text("\n".join(lines) + "\n")
+    stats, manifest = prepare(tmp_path, "capture", {"path": str(root)})
+    # the fourth row names a file that is not there: counted, not lost
+    assert counts(stats) == {"original": 4, "kept": 1, "dropped": {"no_image": 1, "too_large": 1, "unreadable": 1}}
+    assert manifest.iloc[0]["answer"] == "7"
+    assert manifest.iloc[0]["prompt"] == question + "\nPlease reason step by step, and put your final answer within \\boxed{}."
+
+
+# --- grounding and counting (VR-TTRL) ---------------------------------------------------------
+
+REFCOCO_ENTRIES = ["refcoco", "refcoco-testA", "refcoco+", "refcoco+-testA", "refcocog"]
+
+
+@pytest.mark.parametrize("name", REFCOCO_ENTRIES)
+def test_refcoco_boxes_and_masks_in_original_pixels(tmp_path, name):
+    polygon = [10.0, 20.0, 40.0, 20.0, 40.0, 60.0, 10.0, 60.0]
+    source = save(tmp_path, {
+        "question_id": ["1", "2", "3"], "image": THREE_IMAGES,
+        "question": ["Please carefully observe the area circled in the image and come up with a caption."] * 3,
+        "answer": [["man on the left", "guy in red"], ["dog"], ["cat"]], "segmentation": [polygon] * 3,
+        "bbox": [[10.0, 20.0, 30.0, 40.0]] * 3, "iscrowd": [0] * 3, "file_name": ["a.jpg"] * 3},
+        {"question_id": datasets.Value("string"), "image": datasets.Image(), "question": datasets.Value("string"),
+         "answer": datasets.List(datasets.Value("string")), "segmentation": datasets.List(datasets.Value("float32")),
+         "bbox": datasets.List(datasets.Value("float32")), "iscrowd": datasets.Value("int8"),
+         "file_name": datasets.Value("string")})
+    stats, manifest = prepare(tmp_path, name, source)
+    # one sample per referring expression: 2 + 1 + 1
+    assert counts(stats) == {"original": 4, "kept": 2, "dropped": {"too_large": 1, "unreadable": 1}}
+    assert list(manifest["query"]) == ["man on the left", "guy in red"]
+    row = manifest.iloc[0]
+    assert [list(b) for b in row["boxes"]] == [[10, 20, 40, 60]]  # COCO [x, y, w, h] -> [x1, y1, x2, y2]
+    assert [list(p) for p in row["points"]] == [[25, 40]]
+    assert (row["width"], row["height"]) == (64, 48)
+    rle = json.loads(row["mask"])
+    assert rle["size"] == [48, 64]
+    mask = mask_utils.decode({"size": rle["size"], "counts": rle["counts"].encode()})
+    ys, xs = np.nonzero(mask)
+    assert (xs.min(), xs.max(), ys.min(), ys.max()) == (10, 39, 20, 47)  # clipped at the 48 px edge
+    assert row["prompt"].startswith('Please find "man on the left" with bboxs and points.')
+
+
+@pytest.mark.parametrize("name", ["reasonseg", "reasonseg-test"])
+def test_reasonseg_mask_gives_the_box(tmp_path, name):
+    mask = np.zeros((48, 64), dtype=bool)
+    mask[5:15, 3:13] = True
+    source = save(tmp_path, {"image": THREE_IMAGES, "text": ["the thing you sit on"] * 3,
+                             "mask": [mask.tolist(), np.pad(mask, ((0, 852), (0, 1136))).tolist(), mask.tolist()],
+                             "image_id": ["a", "b", "c"], "ann_id": ["1", "2", "3"],
+                             "img_height": [48, 900, 48], "img_width": [64, 1200, 64]},
+                  {"image": datasets.Image(), "text": datasets.Value("string"),
+                   "mask": datasets.List(datasets.List(datasets.Value("bool"))),
+                   "image_id": datasets.Value("string"), "ann_id": datasets.Value("string"),
+                   "img_height": datasets.Value("int64"), "img_width": datasets.Value("int64")})
+    stats, manifest = prepare(tmp_path, name, source)
+    assert counts(stats) == {"original": 3, "kept": 1, "dropped": {"too_large": 1, "unreadable": 1}}
+    row = manifest.iloc[0]
+    assert [list(b) for b in row["boxes"]] == [[3, 5, 13, 15]]
+    rle = json.loads(row["mask"])
+    assert mask_utils.area({"size": rle["size"], "counts": rle["counts"].encode()}) == 100
+
+
+@pytest.mark.parametrize("name", ["pixmo-count", "pixmo-count-test"])
+def test_pixmo_count_points_and_count(tmp_path, name):
+    source = save(tmp_path, {"image_url": ["http://x/1.jpg"] * 3, "image_sha256": ["a", "b", "c"], "image": THREE_IMAGES,
+                             "label": ["dog", "cat", "cow"], "count": [3, 1, 2],
+                             "points": [[{"x": 10.0, "y": 5.0}, {"x": 20.0, "y": 5.0}, {"x": 30.0, "y": 5.0}],
+                                        [{"x": 1.0, "y": 1.0}], [{"x": 1.0, "y": 1.0}, {"x": 2.0, "y": 2.0}]]},
+                  {"image_url": datasets.Value("string"), "image_sha256": datasets.Value("string"),
+                   "image": datasets.Image(), "label": datasets.Value("string"), "count": datasets.Value("int32"),
+                   "points": datasets.List({"x": datasets.Value("float32"), "y": datasets.Value("float32")})})
+    stats, manifest = prepare(tmp_path, name, source)
+    assert counts(stats) == STANDARD_DROPS
+    assert (manifest.iloc[0]["query"], manifest.iloc[0]["count"]) == ("dog", 3)
+
+
+def test_countbench_query_is_the_counted_noun(tmp_path):
+    source = save(tmp_path, {"image": THREE_IMAGES, "text": ["Two dogs on a sofa"] * 3,
+                             "question": ["How many dogs are in the image?"] * 3, "number": [2, 3, 4]},
+                  {"image": datasets.Image(), "text": datasets.Value("string"), "question": datasets.Value("string"),
+                   "number": datasets.Value("int64")})
+    stats, manifest = prepare(tmp_path, "countbench", source)
+    assert counts(stats) == STANDARD_DROPS
+    assert (manifest.iloc[0]["query"], manifest.iloc[0]["count"]) == ("dogs", 2)
+
+
+# --- every entry is covered; offline and bad-input behaviour ---------------------------------
+
+COVERED = set(WDS_ENTRIES) | set(REFCOCO_ENTRIES) | {
+    "food101", "imagenet", "mme", "seed-bench", "ai2d", "crpe", "mathvista", "mathverse", "realworldqa",
+    "logicvista", "mathvision", "capture", "reasonseg", "reasonseg-test", "pixmo-count", "pixmo-count-test",
+    "countbench", "demo-digits", "demo-digit-scenes"}
+
+
+def test_every_registry_entry_has_a_fixture_test():
+    assert set(REGISTRY) == COVERED
+
+
+def test_offline_without_a_local_copy_names_the_hub_id_and_config_key(tmp_path, monkeypatch):
+    monkeypatch.setattr(sources, "_hub_reachable", lambda timeout=3.0: False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with pytest.raises(DatasetSourceError, match=r"lmms-lab/MME.*`data\.sources\.mme\.path`"):
+        prepare(tmp_path, "mme", None)
+    with pytest.raises(DatasetSourceError, match=r"no Hub copy.*data\.sources\.imagenet\.path"):
+        prepare(tmp_path, "imagenet", None)
+
+
+def test_missing_local_copy_and_missing_column_are_named(tmp_path):
+    with pytest.raises(DatasetSourceError, match=r"does not exist"):
+        prepare(tmp_path, "ai2d", {"path": str(tmp_path / "nowhere")})
+    source = save(tmp_path, {"image": [GOOD], "question": ["q"], "answer": ["Yes"]},
+                  {"image": datasets.Image(), "question": datasets.Value("string"), "answer": datasets.Value("string")})
+    with pytest.raises(DatasetSourceError, match=r"no column 'options' for field 'options'.*data\.sources\.ai2d\.fields\.options"):
+        prepare(tmp_path, "ai2d", source)
+    # the same copy works once the field is mapped... to a column that is there
+    stats, _ = prepare(tmp_path, "mme", source)
+    assert stats["kept"] == 1
+
+
+def test_a_row_with_a_bad_answer_is_counted_not_fatal(tmp_path):
+    source = save(tmp_path, {"image": [GOOD, GOOD], "question": ["q", "q"], "answer": ["Yes", "Maybe"]},
+                  {"image": datasets.Image(), "question": datasets.Value("string"), "answer": datasets.Value("string")})
+    stats, _ = prepare(tmp_path, "mme", source)
+    assert counts(stats) == {"original": 2, "kept": 1, "dropped": {"bad_row": 1}}
+
+
+def test_preparing_twice_gives_identical_bytes(tmp_path):
+    source = webdataset_copy(tmp_path)
+    prepare_dataset("dtd", tmp_path / "a", 0, source=source)
+    prepare_dataset("dtd", tmp_path / "b", 0, source=source)
+    prepare_dataset("dtd", tmp_path / "a", 0, source=source)  # again, over the first
+    for name in ("manifest.parquet", "prep_stats.json", "images/dtd-000000.img"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name

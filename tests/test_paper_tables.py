@@ -1,0 +1,226 @@
+"""Every published table regenerated from our runs: hand-worked cells against published.csv."""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from ttrl_bench.results import figures
+from ttrl_bench.results import paper_tables as pt
+from ttrl_bench.results.store import PUBLISHED_CSV, ingest, read_table
+
+PUBLISHED = pd.read_csv(PUBLISHED_CSV)
+MODELS = {"m2b": "InternVL3-2B", "m4b": "InternVL2.5-4B", "m4": "InternVL3-4B", "vr": "VisionReasoner-7B"}
+DATASETS = {"imagenet": "ImageNet", "imagenet-a": "ImageNet-A", "dtd": "DTD", "seed-bench": "SEED",
+            "pixmo-count": "PixMo-Count-val", "pixmo-count-test": "PixMo-Count-test", "countbench": "CountBench-test",
+            "refcocog": "RefCOCOg-test"}
+
+
+def _run(model, method, train, target, value, seed=0, n="20", sampling="random", metric="accuracy", extra=None,
+         seconds_per_sample=None):
+    run_id = f"{model}/{method}/{train}/{target}/n{n}_{sampling}/seed{seed}"
+    return ({"run_id": run_id, "model": model, "method": method, "train_dataset": train, "target_dataset": target,
+             "n_adapt": n, "sampling": sampling, "seed": seed, "metric": metric, "value": value,
+             "seconds_per_sample": seconds_per_sample},
+            [{"run_id": run_id, "metric": k, "value": v} for k, v in {metric: value, **(extra or {})}.items()])
+
+
+RUNS = [
+    _run("m2b", "zero-shot", "none", "imagenet", 60.0),
+    _run("m2b", "ttrv", "imagenet", "imagenet", 99.0),
+    _run("m4b", "zero-shot", "none", "dtd", 40.0),
+    _run("m4b", "ttrv", "dtd", "dtd", 60.0, seed=0),  # TTRV Table 11: two seeds
+    _run("m4b", "ttrv", "dtd", "dtd", 64.0, seed=1),
+    _run("m4b", "zero-shot", "none", "seed-bench", 50.0),
+    _run("m4b", "ttrv", "dtd", "seed-bench", 70.0),  # TTRV Table 12: cross-dataset
+    _run("m4b", "ttrv", "imagenet-a", "imagenet-a", 93.0, n="1"),  # TTRV Table 6: one sample
+    _run("m4", "zero-shot", "none", "imagenet-a", 90.0),
+    _run("m4", "ttrv", "imagenet-a", "imagenet-a", 96.5),  # TTRV Table 4: random
+    _run("m4", "ttrv", "imagenet-a", "imagenet-a", 94.0, sampling="biased-4"),
+    _run("vr", "vr-ttrl", "pixmo-count", "pixmo-count", 80.0, metric="count_accuracy"),
+    _run("vr", "vr-ttrl", "pixmo-count-test", "pixmo-count-test", 70.0, metric="count_accuracy"),
+    _run("vr", "vr-ttrl", "countbench", "countbench", 90.0, metric="count_accuracy"),
+    _run("vr", "vr-ttrl", "refcocog", "refcocog", 75.0, metric="box_giou", extra={"box_ciou": 70.0},
+         seconds_per_sample=80.0),
+]
+RUNS_FRAME = pd.DataFrame([run for run, _ in RUNS])
+METRICS_FRAME = pd.DataFrame([m for _, ms in RUNS for m in ms])
+PREP = pd.DataFrame([{"dataset": "dtd", "original": 5640, "kept": 5600}])
+BENCHMARKS = pd.DataFrame([
+    {"rule": "evaluate", "job": "m2b/zero-shot/none/imagenet/n20_random/seed0", "seconds": 10.0},
+    {"rule": "evaluate", "job": "m2b/ttrv/imagenet/imagenet/n20_random/seed0", "seconds": 20.0},
+    {"rule": "adapt", "job": "m2b/ttrv/imagenet/n20_random/seed0", "seconds": 200.0},
+    {"rule": "adapt_per_sample", "job": "vr/vr-ttrl/refcocog/n20_random/seed0", "seconds": 999.0},  # not TTRV
+    {"rule": "evaluate", "job": "demo/zero-shot/none/imagenet/n20_random/seed0", "seconds": 1000.0},  # no TTRV model
+])
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    ours = pt.our_cells(PUBLISHED, RUNS_FRAME, METRICS_FRAME, PREP, BENCHMARKS, MODELS, DATASETS)
+    return pt.compare(PUBLISHED, ours)
+
+
+def _cell(comparison, paper, table, model, method, dataset, metric):
+    row = comparison[(comparison["paper"] == paper) & (comparison["table"] == table) & (comparison["model"] == model)
+                     & (comparison["method"] == method) & (comparison["dataset"] == dataset)
+                     & (comparison["metric"] == metric)]
+    assert len(row) == 1
+    return row.iloc[0]
+
+
+@pytest.mark.parametrize("where, ours, paper", [
+    # TTRV Table 1 (published.csv: InternVL3-2B zero-shot ImageNet 56.00, TTRV 98.31)
+    (("ttrv", 1, "InternVL3-2B", "zero-shot", "ImageNet", "top1_acc"), 60.0, 56.00),
+    (("ttrv", 1, "InternVL3-2B", "ttrv", "ImageNet", "top1_acc"), 99.0, 98.31),
+    # TTRV Table 9: the main protocol's 20 samples
+    (("ttrv", 9, "InternVL3-2B", "ttrv-20-samples", "ImageNet", "top1_acc"), 99.0, 98.31),
+    # TTRV Table 11: seeds 60 and 64 -> mean 62, sample std sqrt(((60-62)^2 + (64-62)^2) / 1) = sqrt(8)
+    (("ttrv", 11, "InternVL2.5-4B", "ttrv", "DTD", "acc_mean"), 62.0, 81.87),
+    (("ttrv", 11, "InternVL2.5-4B", "ttrv", "DTD", "acc_std"), math.sqrt(8), 0.80),
+    # TTRV Table 12: TTRV adapted on DTD, scored on SEED; zero-shot = the base model on SEED
+    (("ttrv", 12, "InternVL2.5-4B", "ttrv", "DTD->SEED", "acc"), 70.0, 59.07),
+    (("ttrv", 12, "InternVL2.5-4B", "zero-shot", "DTD->SEED", "acc"), 50.0, 56.25),
+    # TTRV Table 2: the cross run is not an in-domain SEED cell, the zero-shot one is
+    (("ttrv", 2, "InternVL2.5-4B", "zero-shot", "SEED", "acc"), 50.0, None),
+    # TTRV Table 4: sampling random / biased-4
+    (("ttrv", 4, "InternVL3-4B", "ttrv-random-sampling", "ImageNet-A", "top1_acc"), 96.5, 96.00),
+    (("ttrv", 4, "InternVL3-4B", "ttrv-biased-sampling", "ImageNet-A", "top1_acc"), 94.0, 95.09),
+    (("ttrv", 4, "InternVL3-4B", "zero-shot", "ImageNet-A", "top1_acc"), 90.0, 90.67),
+    # TTRV Table 6: n_adapt 1
+    (("ttrv", 6, "InternVL2.5-4B", "ttrv-1-sample", "ImageNet-A", "acc"), 93.0, None),
+    # TTRV Table 8: prep_stats
+    (("ttrv", 8, "-", "resolution-filter", "DTD", "n_original"), 5640.0, 5640.0),
+    (("ttrv", 8, "-", "resolution-filter", "DTD", "n_used"), 5600.0, 5640.0),
+    # TTRV Table 10: evaluate jobs of TTRV's models (10 + 20) / 2, not the demo's; the one n20 GRPO adapt job
+    (("ttrv", 10, "unspecified", "normal-inference", "all", "latency_s"), 15.0, 25.5),
+    (("ttrv", 10, "unspecified", "adaptation-20-samples", "all", "latency_s"), 200.0, 226.2),
+    # VR-TTRL Table 2: CountMean = (80 + 70 + 90) / 3, all three counting sets present
+    (("vr-ttrl", 2, "VisionReasoner-7B", "vr-ttrl", "CountMean", "count_acc"), 80.0, 80.50),
+    # VR-TTRL Table 7: 8 rollouts = our default vr-ttrl
+    (("vr-ttrl", 7, "VisionReasoner-7B", "vr-ttrl-8-rollouts", "RefCOCOg-test", "giou"), 75.0, 73.19),
+    (("vr-ttrl", 7, "VisionReasoner-7B", "vr-ttrl-8-rollouts", "RefCOCOg-test", "ciou"), 70.0, 69.16),
+    (("vr-ttrl", 7, "VisionReasoner-7B", "vr-ttrl-8-rollouts", "RefCOCOg-test", "seconds_per_image"), 80.0, 86.70),
+])
+def test_reproduced_cells(comparison, where, ours, paper):
+    cell = _cell(comparison, *where)
+    assert cell["status"] == "reproduced"
+    assert cell["ours"] == pytest.approx(ours)
+    assert cell["delta"] == pytest.approx(ours - cell["paper_value"])
+    if paper is not None:
+        assert cell["paper_value"] == pytest.approx(paper)
+
+
+@pytest.mark.parametrize("where", [
+    ("ttrv", 1, "InternVL3-2B", "zero-shot", "Mean", "top1_acc"),  # 1 of the 8 datasets only
+    ("ttrv", 2, "InternVL2.5-4B", "ttrv", "SEED", "acc"),  # only a cross run adapted-and-scored there
+    ("ttrv", 11, "InternVL2.5-4B", "zero-shot", "DTD", "acc_std"),  # one seed: no std
+    ("ttrv", 8, "-", "resolution-filter", "ImageNet", "n_original"),
+    ("ttrv", 10, "unspecified", "adaptation-500-samples", "all", "latency_s"),
+    ("vr-ttrl", 7, "VisionReasoner-7B", "vr-ttrl-8-rollouts", "RefCOCOg-test", "bbox_ap"),  # not measured
+    ("vr-ttrl", 10, "VisionReasoner-7B", "tent", "ReasonSeg-val", "giou"),  # not implemented
+])
+def test_cells_without_our_run_are_not_run(comparison, where):
+    cell = _cell(comparison, *where)
+    assert cell["status"] == "not run" and pd.isna(cell["ours"]) and pd.isna(cell["delta"])
+
+
+def test_box_mask_stand_in_is_named(comparison):
+    assert _cell(comparison, "vr-ttrl", 7, "VisionReasoner-7B", "vr-ttrl-8-rollouts", "RefCOCOg-test",
+                 "giou")["our_metric"] == "box_giou"
+
+
+def test_every_published_cell_appears_exactly_once(comparison):
+    assert len(comparison) == 587
+    assert not comparison.duplicated(pt.KEY).any()
+    assert comparison[pt.KEY].equals(PUBLISHED[pt.KEY])
+    fidelity = pt.fidelity_summary(comparison)
+    assert fidelity.iloc[-1][["paper", "cells"]].tolist() == ["total", 587]
+    assert fidelity.iloc[-1]["reproduced"] == (comparison["status"] == "reproduced").sum()
+
+
+def test_without_runs_every_table_lays_out_as_not_run():
+    empty = pd.DataFrame()
+    comparison = pt.compare(PUBLISHED, pt.our_cells(PUBLISHED, empty, empty, empty, empty, {}, {}))
+    assert (comparison["status"] == "not run").all()
+    for paper, table in pt.PAPER_TABLES:
+        cells = comparison[(comparison["paper"] == paper) & (comparison["table"] == table)]
+        wide = pt.layout(cells)
+        assert (wide != "").sum().sum() == len(cells)  # one layout cell per published cell
+        pt.to_latex(wide, pt.TABLES[(paper, table)].title)
+    fidelity = pt.fidelity_summary(comparison)
+    assert fidelity.iloc[-1][["cells", "reproduced", "not_run"]].tolist() == [587, 0, 587]
+    assert len(fidelity) == len(pt.PAPER_TABLES) + 1
+
+
+def test_paper_tables_list_every_table_of_published_csv():
+    assert pt.PAPER_TABLES == list(PUBLISHED[["paper", "table"]].drop_duplicates().itertuples(index=False, name=None))
+    assert list(pt.TABLES) == pt.PAPER_TABLES
+
+
+def test_cell_text():
+    row = {"metric": "acc", "paper_value": 54.40, "status": "reproduced", "ours": 39.69, "delta": 39.69 - 54.40}
+    assert pt.cell_text(row) == "39.69 / 54.40 (−14.71)"
+    assert pt.cell_text({**row, "ours": 55.0, "delta": 0.6}) == "55.00 / 54.40 (+0.60)"
+    assert pt.cell_text({**row, "status": "not run"}) == "– / 54.40 (not run)"
+    assert pt.cell_text({"metric": "n_used", "paper_value": 5640.0, "status": "reproduced", "ours": 5600.0,
+                         "delta": -40.0}) == "5600 / 5640 (−40)"
+
+
+def test_layout_keeps_paper_order_and_splits_metrics_only_where_needed(comparison):
+    table1 = pt.layout(comparison[(comparison["paper"] == "ttrv") & (comparison["table"] == 1)])
+    assert table1.index[0] == ("GPT-4o", "zero-shot")
+    assert list(table1.columns)[:2] == ["ImageNet", "ImageNet-V2"] and table1.columns[-1] == "Mean"
+    assert table1.loc[("InternVL3-2B", "zero-shot"), "ImageNet"] == "60.00 / 56.00 (+4.00)"
+    table11 = pt.layout(comparison[(comparison["paper"] == "ttrv") & (comparison["table"] == 11)])
+    assert list(table11.columns)[:2] == ["DTD (acc_mean)", "ImageNet-A (acc_mean)"]
+    assert table11.loc[("InternVL2.5-4B", "ttrv"), "DTD (acc_std)"] == "2.83 / 0.80 (+2.03)"
+
+
+def test_latex_escapes_and_uses_booktabs():
+    assert pt.tex_escape("top1_acc 100% & #1 −2 A->B") == r"top1\_acc 100\% \& \#1 $-$2 A$\to$B"
+    tex = pt.to_latex(pd.DataFrame({"n_used": ["5 / 6 (−1)"]}, index=pd.Index(["m_1"], name="model")), "Table 8: 50%")
+    assert r"\caption{Table 8: 50\%}" in tex and r"\toprule" in tex and r"\bottomrule" in tex
+    assert r"model & n\_used \\" in tex and r"m\_1 & 5 / 6 ($-$1) \\" in tex
+
+
+def test_ingest_reads_snakemake_benchmark_files(tmp_path):
+    bench = tmp_path / "benchmarks" / "adapt" / "m" / "ttrv" / "d" / "n20_random"
+    bench.mkdir(parents=True)
+    (bench / "seed0.tsv").write_text("s\th:m:s\tmax_rss\n12.5\t0:00:12\t100.0\n")
+    db = tmp_path / "b.duckdb"
+    counts = ingest(db, [], [], [], tmp_path / "benchmarks")
+    assert counts["benchmarks"] == 1
+    assert read_table(db, "benchmarks").to_dict("records") == [
+        {"rule": "adapt", "job": "m/ttrv/d/n20_random/seed0", "seconds": 12.5, "max_rss_mb": 100.0}]
+    assert read_table(db, "runs").empty  # no eval dirs: no table, read as empty
+
+
+def test_figures_draw_with_and_without_cross_runs(tmp_path):
+    markers = pt.published_markers(PUBLISHED, MODELS, DATASETS)
+    # TTRV Table 1: InternVL3-2B zero-shot ImageNet 56.00 is the tick on our bar
+    tick = markers[(markers["model"] == "m2b") & (markers["method"] == "zero-shot") & (markers["target_dataset"] == "imagenet")]
+    assert tick[["metric", "value"]].values.tolist() == [["accuracy", 56.0]]
+    figures.accuracy_bars(RUNS_FRAME, tmp_path / "accuracy.png", markers)
+    figures.cross_dataset_heatmap(RUNS_FRAME, tmp_path / "cross.png")
+    figures.cross_dataset_heatmap(pd.DataFrame(), tmp_path / "empty.png")
+    log = pd.DataFrame({"model": "m", "method": "vr-ttrl", "train_dataset": "d", "seed": 0, "step": [0, 1, 0, 1],
+                        "seconds": [1.0, 2.0, 3.0, 4.0], "completion_length": [10.0, 12.0, 14.0, 16.0]})
+    figures.step_costs(log, tmp_path / "steps.png")
+    figures.step_costs(log.drop(columns="completion_length"), tmp_path / "steps_old.png")
+    for name in ("accuracy", "cross", "empty", "steps", "steps_old"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 0 and (tmp_path / f"{name}.pdf").exists()
+
+
+def test_render_tables_cli_writes_every_table(tmp_path):
+    from ttrl_bench.cli import main
+
+    db = tmp_path / "b.duckdb"
+    ingest(db, [], [], [])
+    assert main(["render-tables", "--db", str(db), "--out-dir", str(tmp_path / "t"), "--model-names", json.dumps(MODELS)]) == 0
+    for paper, table in pt.PAPER_TABLES:
+        for ext in ("md", "tex", "csv"):
+            assert (tmp_path / "t" / f"{paper}_table{table}.{ext}").exists()
+    assert "| total |  | 587 | 0 | 587 |" in (tmp_path / "t" / "fidelity.md").read_text()
+    assert "0 of 126 cells reproduced" in (tmp_path / "t" / "ttrv_table1_layout.md").read_text()
