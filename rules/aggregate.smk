@@ -51,6 +51,12 @@ rule render_tables:
             category="Tables",
         ),
         fidelity_csv="results/tables/fidelity.csv",
+        preparation=report(
+            "results/tables/data_preparation.md",
+            caption="../workflow/report/data_preparation.rst",
+            category="Tables",
+        ),
+        preparation_csv="results/tables/data_preparation.csv",
     params:
         cli=TTRL_BENCH,
         models=get_paper_model_names(),

@@ -199,7 +199,8 @@ def get_eval_flags(wildcards):
     dataset = wildcards.target if hasattr(wildcards, "target") else wildcards.dataset
     per_task = config["evaluation"][TASK[dataset]]
     exclude = "--exclude-adaptation-samples" if config["evaluation"]["exclude_adaptation_samples"] else ""
-    return f"--max-new-tokens {per_task['max_new_tokens']} --eval-samples {per_task['samples']} {exclude}"
+    sam2 = f"--sam2 {per_task['sam2']}" if per_task.get("sam2") else ""
+    return f"--max-new-tokens {per_task['max_new_tokens']} --eval-samples {per_task['samples']} {exclude} {sam2}"
 
 
 def get_params_b(wildcards):

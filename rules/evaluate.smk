@@ -12,6 +12,7 @@ rule evaluate:
         protocol=get_protocol_flags,
         eval_flags=get_eval_flags,
         batch_size=config["evaluation"]["batch_size"],
+        backend=config["evaluation"]["backend"],
     log:
         "logs/evaluate/{model}/{method}/{train}/{target}/{protocol}/seed{seed}.log",
     benchmark:
@@ -30,6 +31,6 @@ rule evaluate:
         " --model-name {wildcards.model} --method {wildcards.method} --train-dataset {wildcards.train}"
         " --dataset {wildcards.target} --data results/data/{wildcards.target} {params.adapt_run}"
         " {params.protocol} --seed {wildcards.seed} {params.eval_flags}"
-        " --batch-size {params.batch_size}"
+        " --batch-size {params.batch_size} --backend {params.backend}"
         " --out results/eval/{wildcards.model}/{wildcards.method}/{wildcards.train}/{wildcards.target}/{wildcards.protocol}/seed{wildcards.seed}"
         " > {log} 2>&1"

@@ -148,6 +148,7 @@ def test_mme_yes_no_becomes_two_options(tmp_path):
         question + " Please respond with only the corresponding option letter (A or B). Do not include any "
         "explanation or extra text. \nOptions:\nA. No\nB. Yes.")
     assert list(manifest["source_id"]) == ["a.png", "a.png"]  # MME asks two questions per image
+    assert list(manifest["category"]) == ["scene", "scene"]  # kept for MME's official score
     assert manifest["id"].is_unique
 
 
@@ -183,19 +184,27 @@ def test_ai2d_answer_index_becomes_a_letter(tmp_path):
     assert manifest.iloc[0]["prompt"].endswith("\nOptions:\nA. ground\nB. fault line\nC. dirt\nD. earthquake")
 
 
-def test_crpe_prompt_and_letter_answer(tmp_path):
-    options = ["The person is in front of the person.", "The person is in front of the tree.",
-               "The person is in front of the mirror.", "The person is in front of the shelf."]
-    source = save(tmp_path, {"question": ["What is the person in front of?"] * 3, "options": [options] * 3,
-                             "answer": ["B", "A", "C"], "image": THREE_IMAGES},
-                  {"question": datasets.Value("string"), "options": datasets.List(datasets.Value("string")),
-                   "answer": datasets.Value("string"), "image": datasets.Image()})
-    stats, manifest = prepare(tmp_path, "crpe", source)
+def test_crpe_jsonl_with_coco_image_paths(tmp_path):
+    # OpenGVLab/CRPE: crpe_relation.jsonl (read) beside crpe_exist.jsonl (not read); `text` carries
+    # the options and the official instruction, `correct_option` the letter, `image` a COCO path
+    root = tmp_path / "crpe"
+    (root / "coco" / "val2017").mkdir(parents=True)
+    text = ("What is the person in front of?\nA. The person is in front of the person.\nB. The person is in front "
+            "of the tree.\nC. The person is in front of the mirror.\nD. The person is in front of the shelf.\n"
+            "Answer with the option's letter from the given choices directly.")
+    lines = []
+    for i, blob in enumerate(THREE_IMAGES):
+        (root / "coco" / "val2017" / f"{i:012d}.jpg").write_bytes(blob)
+        lines.append(json.dumps({"question_id": i, "image": f"coco/val2017/{i:012d}.jpg", "text": text,
+                                 "correct_option": "BAC"[i], "category": "predicate"}))
+    (root / "crpe_relation.jsonl").write_text("\n".join(lines) + "\n")
+    (root / "crpe_exist.jsonl").write_text(lines[0] + "\n")
+    stats, manifest = prepare(tmp_path, "crpe", {"path": str(root)})
     assert counts(stats) == STANDARD_DROPS
-    assert manifest.iloc[0]["prompt"] == (
-        "What is the person in front of?\n" + "\n".join(f"{l}. {o}" for l, o in zip("ABCD", options))
-        + "\nAnswer with the option's letter from the given choices directly and do not include any "
-          "explanation or extra text.")
+    row = manifest.iloc[0]
+    assert row["answer"] == "B" and list(row["options"])[1] == "The person is in front of the tree."
+    # TTRV Appendix C: the official text with "and do not include any explanation or extra text."
+    assert row["prompt"] == text[:-1] + " and do not include any explanation or extra text."
 
 
 def test_mathvista_choices_and_free_form(tmp_path):
@@ -227,14 +236,16 @@ MATHVERSE_Q = ("What is the meaning of the highlighted segment?\nChoices:\nA:The
                "blade is 35 meters.\nD:The turbine has 35 blades.")
 
 
-def test_mathverse_options_are_read_from_the_question(tmp_path):
+def test_mathverse_options_are_read_from_question_for_eval(tmp_path):
     source = save(tmp_path, {"sample_index": ["1", "2", "3"], "problem_index": ["1", "1", "1"],
-                             "problem_version": ["Text Dominant"] * 3, "question": [MATHVERSE_Q] * 3,
+                             "problem_version": ["Text Dominant"] * 3, "question": ["(no choices here)"] * 3,
+                             "question_for_eval": [MATHVERSE_Q] * 3,
                              "image": THREE_IMAGES, "answer": ["A", "B", "C"],
                              "question_type": ["multi-choice"] * 3},
                   {"sample_index": datasets.Value("string"), "problem_index": datasets.Value("string"),
                    "problem_version": datasets.Value("string"), "question": datasets.Value("string"),
-                   "image": datasets.Image(), "answer": datasets.Value("string"),
+                   "question_for_eval": datasets.Value("string"), "image": datasets.Image(),
+                   "answer": datasets.Value("string"),
                    "question_type": datasets.Value("string")})
     stats, manifest = prepare(tmp_path, "mathverse", source)
     assert counts(stats) == STANDARD_DROPS
@@ -260,10 +271,13 @@ def test_realworldqa_is_resized_not_filtered(tmp_path):
 
 def test_logicvista_options_in_the_question(tmp_path):
     question = "Which shape comes next?\nA. circle\nB. square\nC. triangle\nD. star"
-    source = save(tmp_path, {"image": THREE_IMAGES, "question": [question] * 3, "answer": ["C", "A", "B"]},
+    source = save(tmp_path, {"image": THREE_IMAGES + [GOOD], "question": [question] * 4,
+                             "answer": ["C", "A", "B", "A, C"]},
                   {"image": datasets.Image(), "question": datasets.Value("string"), "answer": datasets.Value("string")})
     stats, manifest = prepare(tmp_path, "logicvista", source)
-    assert counts(stats) == STANDARD_DROPS
+    # "A, C": several correct letters, which a one-letter answer cannot score
+    assert counts(stats) == {"original": 4, "kept": 1,
+                             "dropped": {"not_applicable": 1, "too_large": 1, "unreadable": 1}}
     assert manifest.iloc[0]["answer"] == "C"
     assert manifest.iloc[0]["prompt"] == question + "\n" + INSTRUCTION_4
 
@@ -281,22 +295,26 @@ def test_mathvision_options_or_free_form(tmp_path):
     assert "(A, B, C, D, or E)" in manifest.iloc[0]["prompt"]
 
 
-def test_capture_json_lines_with_image_files(tmp_path):
+def test_capture_metadata_array_and_image_folder(tmp_path):
+    # atinp/CAPTURe: real_metadata.json (one JSON array) + real_dataset.zip extracted to dataset/
     root = tmp_path / "capture"
-    root.mkdir()
-    question = ("Count the exact number of sunglasses in the image. Assume the pattern of sunglasses continues "
-                "behind any black box. Provide the total number of sunglasses as if the black box were not there.")
-    lines = []
+    (root / "dataset").mkdir(parents=True)
+    entries = []
     for i, blob in enumerate(THREE_IMAGES + [None]):
         if blob is not None:
-            (root / f"img{i}.png").write_bytes(blob)
-        lines.append(json.dumps({"image": f"img{i}.png", "question": question, "answer": 7 + i}))
-    (root / "metadata.jsonl").write_text("\n".join(lines) + "\n")
+            (root / "dataset" / f"img{i}.jpg").write_bytes(blob)
+        entries.append({"image_file": f"img{i}.jpg", "ground_truth": 7 + i, "object": "sunglasses",
+                        "bbox": {"x": 1, "y": 2, "width": 3, "height": 4}})
+    (root / "real_metadata.json").write_text(json.dumps(entries))
+    (root / "synthetic_metadata.json").write_text(json.dumps(entries[:1]))  # not read
     stats, manifest = prepare(tmp_path, "capture", {"path": str(root)})
-    # the fourth row names a file that is not there: counted, not lost
+    # the fourth entry names a file that is not there: counted, not lost
     assert counts(stats) == {"original": 4, "kept": 1, "dropped": {"no_image": 1, "too_large": 1, "unreadable": 1}}
     assert manifest.iloc[0]["answer"] == "7"
-    assert manifest.iloc[0]["prompt"] == question + "\nPlease reason step by step, and put your final answer within \\boxed{}."
+    assert manifest.iloc[0]["prompt"] == (  # TTRV Appendix C
+        "Count the exact number of sunglasses in the image. Assume the pattern of sunglasses continues behind any "
+        "black box. Provide the total number of sunglasses as if the black box were not there.\nPlease reason step "
+        "by step, and put your final answer within \\boxed{}.")
 
 
 # --- grounding and counting (VR-TTRL) ---------------------------------------------------------
@@ -400,8 +418,9 @@ def test_offline_without_a_local_copy_names_the_hub_id_and_config_key(tmp_path, 
 def test_missing_local_copy_and_missing_column_are_named(tmp_path):
     with pytest.raises(DatasetSourceError, match=r"does not exist"):
         prepare(tmp_path, "ai2d", {"path": str(tmp_path / "nowhere")})
-    source = save(tmp_path, {"image": [GOOD], "question": ["q"], "answer": ["Yes"]},
-                  {"image": datasets.Image(), "question": datasets.Value("string"), "answer": datasets.Value("string")})
+    source = save(tmp_path, {"image": [GOOD], "question": ["q"], "answer": ["Yes"], "category": ["OCR"]},
+                  {"image": datasets.Image(), "question": datasets.Value("string"), "answer": datasets.Value("string"),
+                   "category": datasets.Value("string")})
     with pytest.raises(DatasetSourceError, match=r"no column 'options' for field 'options'.*data\.sources\.ai2d\.fields\.options"):
         prepare(tmp_path, "ai2d", source)
     # the same copy works once the field is mapped... to a column that is there
@@ -410,8 +429,10 @@ def test_missing_local_copy_and_missing_column_are_named(tmp_path):
 
 
 def test_a_row_with_a_bad_answer_is_counted_not_fatal(tmp_path):
-    source = save(tmp_path, {"image": [GOOD, GOOD], "question": ["q", "q"], "answer": ["Yes", "Maybe"]},
-                  {"image": datasets.Image(), "question": datasets.Value("string"), "answer": datasets.Value("string")})
+    source = save(tmp_path, {"image": [GOOD, GOOD], "question": ["q", "q"], "answer": ["Yes", "Maybe"],
+                             "category": ["OCR", "OCR"]},
+                  {"image": datasets.Image(), "question": datasets.Value("string"), "answer": datasets.Value("string"),
+                   "category": datasets.Value("string")})
     stats, _ = prepare(tmp_path, "mme", source)
     assert counts(stats) == {"original": 2, "kept": 1, "dropped": {"bad_row": 1}}
 

@@ -1,6 +1,6 @@
 import pytest
 
-from ttrl_bench.evaluation.metrics import accuracy, smape_score
+from ttrl_bench.evaluation.metrics import accuracy, mme_score, pass_at_k, smape_score
 
 
 def test_accuracy_counts_unparsable_as_wrong():
@@ -41,3 +41,22 @@ def test_empty_prediction_of_an_empty_target_is_perfect():
     from ttrl_bench.evaluation.metrics import giou_ciou_from_counts
 
     assert giou_ciou_from_counts([0], [0]) == (1.0, 1.0)
+
+
+def test_pass_at_k_by_hand():
+    assert pass_at_k(5, 2, 1) == pytest.approx(0.4)  # c / n
+    assert pass_at_k(5, 2, 2) == pytest.approx(1 - 3 / 10)  # 1 - C(3,2) / C(5,2)
+    assert pass_at_k(4, 0, 2) == 0.0
+    assert pass_at_k(3, 2, 2) == 1.0  # fewer than k wrong samples: some draw always passes
+    with pytest.raises(ValueError, match="pass@k"):
+        pass_at_k(3, 4, 1)
+
+
+def test_mme_score_is_acc_plus_acc_plus_per_subtask():
+    # OCR: image a both right, image b one of two -> acc 75, acc+ 50 -> 125
+    # code_reasoning: image c one of two -> acc 50, acc+ 0 -> 50
+    scores = mme_score(["OCR"] * 4 + ["code_reasoning"] * 2, ["a", "a", "b", "b", "c", "c"],
+                       [True, True, True, False, False, True])
+    assert scores == {"mme_perception": 125.0, "mme_cognition": 50.0, "mme_total": 175.0}
+    with pytest.raises(ValueError, match="unknown MME subtask"):
+        mme_score(["ocr"], ["a"], [True])

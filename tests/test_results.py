@@ -5,8 +5,8 @@ import json
 import pandas as pd
 import pytest
 
-from ttrl_bench.results.store import ingest, query
-from ttrl_bench.results.tables import method_table, to_markdown
+from ttrl_bench.results.store import PUBLISHED_CSV, ingest, query
+from ttrl_bench.results.tables import method_table, preparation_table, to_markdown
 
 
 def _run(model, method, train, target, value, seed=0):
@@ -89,3 +89,19 @@ def test_ingest_names_a_missing_key(tmp_path):
     (eval_dir / "metrics.json").write_text(json.dumps(metrics))
     with pytest.raises(ValueError, match=r"metrics.json: missing key\(s\) \['config_hash'\]"):
         ingest(tmp_path / "b.duckdb", [eval_dir], [], [data_dir])
+
+
+def test_preparation_table_sets_our_counts_beside_ttrv_table8():
+    prep = pd.DataFrame([
+        {"dataset": "dtd", "original": 5640, "kept": 5600, "resolution_rule": "either_side",
+         "dropped": json.dumps({"too_large": 39, "unreadable": 1})},
+        {"dataset": "demo-digits", "original": 1797, "kept": 1797, "resolution_rule": "either_side", "dropped": "{}"},
+    ])
+    table = preparation_table(prep, pd.read_csv(PUBLISHED_CSV), {"dtd": "DTD", "demo-digits": "Digits"})
+    demo = table.to_dict("records")[0]
+    assert {k: demo[k] for k in ("dataset", "paper column", "original", "kept", "dropped")} == {
+        "dataset": "demo-digits", "paper column": "Digits", "original": 1797, "kept": 1797, "dropped": "–"}
+    assert pd.isna(demo["paper original"]) and pd.isna(demo["paper used"])  # not in the paper
+    dtd = table.iloc[1]
+    # published.csv, TTRV Table 8: DTD 5640 original, 5640 used
+    assert (dtd["dropped"], dtd["paper original"], dtd["paper used"]) == ("too_large 39, unreadable 1", 5640, 5640)

@@ -2,11 +2,12 @@
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from ttrl_bench.evaluation.evaluate import predictions_frame
-from ttrl_bench.evaluation.tasks import FreeformCountTask, GroundingTask, MCQTask, box_mask
+from ttrl_bench.evaluation.tasks import FreeformCountTask, GroundingTask, MCQTask, box_mask, task_for
 
 
 def test_mcq_predictions_and_accuracy():
@@ -77,3 +78,25 @@ def test_counting_rows_score_against_their_count_column():
     two = '<answer>[{"bbox_2d": [0, 0, 9, 9], "point_2d": [4, 4]}, {"bbox_2d": [20, 20, 29, 29], "point_2d": [24, 24]}]</answer>'
     frame = predictions_frame([two], samples, GroundingTask(primary="count_accuracy"))
     assert frame["correct"].tolist() == [True]
+
+
+def test_gold_masks_come_from_the_dataset_rle():
+    from pycocotools import mask as mask_utils
+
+    gold = np.zeros((10, 10), dtype=bool)
+    gold[0:5, 0:4] = True  # 20 px: not the 5x5 box the manifest lists
+    rle = mask_utils.encode(np.asfortranarray(gold.astype(np.uint8)))
+    samples = pd.DataFrame({"id": ["a"], "boxes": [[[0, 0, 5, 5]]], "points": [[[2, 2]]], "width": [10], "height": [10],
+                            "mask": [json.dumps({"size": [10, 10], "counts": rle["counts"].decode()})]})
+    box = '<answer>[{"bbox_2d": [0, 0, 5, 5], "point_2d": [2, 2]}]</answer>'
+    frame = predictions_frame([box], samples, GroundingTask())
+    assert (frame["intersection"][0], frame["union"][0]) == (20, 25)
+
+
+def test_mme_task_adds_the_official_score():
+    samples = pd.DataFrame({"id": ["q1", "q2"], "options": [["No", "Yes"]] * 2, "answer": ["B", "A"],
+                            "category": ["OCR", "OCR"], "source_id": ["img", "img"]})
+    frame = predictions_frame(["B", "B"], samples, task_for("mme"))
+    # acc 50 + acc+ 0 (the image's second question is wrong)
+    assert task_for("mme").metrics(frame) == {"accuracy": 50.0, "mme_perception": 50.0, "mme_cognition": 0.0,
+                                             "mme_total": 50.0}

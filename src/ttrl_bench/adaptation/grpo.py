@@ -16,6 +16,7 @@ from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from ..evaluation.tasks import TASKS
+from ..generation.backend import choose_backend
 from ..rewards.registry import get_reward
 from ..rewards.voting import answer_entropy, majority_answer
 
@@ -203,21 +204,8 @@ def grpo_config(out_dir: Path, hp: dict, seed: int) -> GRPOConfig:
 
 
 def rollout_backend(choice: str) -> str:
-    """"auto": vLLM (colocated with the trainer) when it is installed and a GPU is present, else
-    transformers' generate. Asking for vLLM where it cannot run is an error, not a fallback."""
-    import importlib.util
-
-    has_vllm = importlib.util.find_spec("vllm") is not None
-    if choice == "auto":
-        return "vllm" if has_vllm and torch.cuda.is_available() else "hf"
-    if choice == "vllm" and not (has_vllm and torch.cuda.is_available()):
-        raise ValueError(
-            "config key adaptation.rollout_backend is 'vllm' but "
-            + ("vLLM is not installed (pip install '.[gpu]')" if not has_vllm else "no CUDA GPU is visible")
-        )
-    if choice not in ("hf", "vllm"):
-        raise ValueError(f"adaptation.rollout_backend must be auto, hf or vllm, got {choice!r}")
-    return choice
+    """vLLM rollouts (colocated with the trainer) or transformers' generate; see choose_backend."""
+    return choose_backend(choice, "adaptation.rollout_backend")
 
 
 def freeze_vision_tower(model) -> None:

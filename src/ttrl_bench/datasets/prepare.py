@@ -38,8 +38,9 @@ def _task_fields(spec, sample: dict, seed: int) -> dict:
         return {"label": sample["label"], "prompt": recognition_prompt(options, spec.prompt), "options": options,
                 "answer": answer}
     if spec.task == "vqa":
+        extra = {"category": sample["category"]} if "category" in sample else {}  # MME's subtasks
         return {"prompt": vqa_prompt(sample["question"], sample["options"], spec.prompt), "options": sample["options"],
-                "answer": sample["answer"]}
+                "answer": sample["answer"], **extra}
     if spec.task == "counting-freeform":
         return {"prompt": capture_prompt(sample["question"]), "options": [], "answer": str(sample["answer"])}
     # grounding and counting (VR-TTRL): VisionReasoner prompt; geometry in original pixels

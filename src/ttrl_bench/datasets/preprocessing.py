@@ -98,8 +98,9 @@ VQA_PROMPTS = {
                  "\nDo not include any explanation or extra text.\nQuestion: {question}",
     "mathvista": "Hint: Please answer the question and provide the correct option letter, e.g., A, B, C, D, at "
                  "the end.\nDo not include any explanation or extra text.\nQuestion: {question}\nChoices:\n{paren_lines}",
-    "crpe": "{question}\n{lines}\nAnswer with the option's letter from the given choices directly and do not "
-            "include any explanation or extra text.",
+    # CRPE's own text already lists the options and ends "...choices directly."; TTRV appends
+    # "and do not include any explanation or extra text."
+    "crpe": "{crpe_stem} and do not include any explanation or extra text.",
     "in_question": "{question}\nChoose the correct answer from the options below and respond with only the "
                    "corresponding option letter ({letters}). Do not include any explanation or extra text.",
     "verbatim": "{question}",  # RealWorldQA: the question carries its options and instruction
@@ -107,7 +108,9 @@ VQA_PROMPTS = {
 # Free-form questions (no options: MathVista "free_form", some MathVerse / RealWorldQA) are not
 # covered by Appendix C; ours asks for the short answer the metric compares.
 FREEFORM_PROMPT = "{question}\nAnswer the question with a single word or number. Do not include any explanation or extra text."
-# Capture (TTRV Appendix C): the official question + the boxed-answer instruction.
+# Capture (TTRV Appendix C): the question around the counted object + the boxed-answer instruction.
+CAPTURE_QUESTION = ("Count the exact number of {object} in the image. Assume the pattern of {object} continues "
+                    "behind any black box. Provide the total number of {object} as if the black box were not there.")
 CAPTURE_PROMPT = "{question}\nPlease reason step by step, and put your final answer within \\boxed{{}}."
 
 
@@ -122,7 +125,7 @@ def vqa_prompt(question: str, options: list[str], style: str) -> str:
     lines = "\n".join(f"{letter}. {option}" for letter, option in zip(OPTION_LETTERS, options))
     paren_lines = "\n".join(f"({letter}) {option}" for letter, option in zip(OPTION_LETTERS, options))
     return VQA_PROMPTS[style].format(question=question, lines=lines, paren_lines=paren_lines,
-                                     letters=_letters_phrase(len(options)))
+                                     letters=_letters_phrase(len(options)), crpe_stem=question.rstrip().rstrip("."))
 
 
 def capture_prompt(question: str) -> str:

@@ -29,6 +29,7 @@ class DatasetSpec:
     fields: dict = field(default_factory=dict)  # our field -> the source's column
     resize: int | None = None  # square side to resize to instead of filtering (RealWorldQA)
     prompt: str = "options"  # prompt style of TTRV Appendix C (preprocessing.VQA_PROMPTS, "texture" for DTD)
+    local: dict = field(default_factory=dict)  # defaults for a local copy: `files` (glob), `image_dir`
 
 
 DIGIT_NAMES = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
@@ -75,8 +76,10 @@ _ENTRIES = [
     _recognition("dtd", "clip-benchmark/wds_vtab-dtd", "DTD", prompt="texture"),
     _recognition("resisc45", "clip-benchmark/wds_vtab-resisc45", "Resisc45"),
     # TTRV Table 2: VQA with the official options + the option-letter instruction (Appendix C).
-    _vqa("mathverse", "AI4Math/MathVerse", "MathVerse", "options_in_text", split="testmini", hub_config="testmini",
-         fields={"image": "image", "question": "question", "answer": "answer", "id": "sample_index"},
+    # lmms-eval's copy; `question_for_eval` is the question with its "Choices:\nA:..." lines
+    _vqa("mathverse", "CaraJ/MathVerse-lmmseval", "MathVerse", "options_in_text", split="testmini",
+         hub_config="testmini",
+         fields={"image": "image", "question": "question_for_eval", "answer": "answer", "id": "sample_index"},
          prompt="mathverse"),
     _vqa("mathvista", "AI4Math/MathVista", "MathVista", "options_list", split="testmini",
          fields={"image": "decoded_image", "question": "question", "options": "choices", "answer": "answer",
@@ -86,16 +89,23 @@ _ENTRIES = [
                  "choices": ("choice_a", "choice_b", "choice_c", "choice_d"), "keep": ("data_type", "image")},
          description="image questions only (data_type == 'image')"),
     _vqa("mme", "lmms-lab/MME", "MME", "yes_no",
-         fields={"image": "image", "question": "question", "answer": "answer", "id": "question_id"},
-         prompt="mme", description="yes/no questions as 'A. No / B. Yes'"),
+         fields={"image": "image", "question": "question", "answer": "answer", "id": "question_id",
+                 "category": "category"}, prompt="mme", description="yes/no questions as 'A. No / B. Yes'"),
     _vqa("realworldqa", "lmms-lab/RealWorldQA", "RealWorldQA", "options_in_text",
          fields={"image": "image", "question": "question", "answer": "answer"}, resize=1000, prompt="verbatim",
          description="resized to 1000x1000, not filtered; the question carries its options"),
-    DatasetSpec("capture", "counting-freeform", "atinp/CAPTURe", "smape", "Capture", reader="count_question",
-                fields={"image": "image", "question": "question", "answer": "answer"}, prompt="capture",
-                description="free-form counting scored by 1 - sMAPE"),
-    _vqa("crpe", "OpenGVLab/CRPE", "CRPE", "options_list",
-         fields={"image": "image", "question": "question", "options": "options", "answer": "answer"}, prompt="crpe"),
+    # CAPTURe's real split: a JSON array (real_metadata.json) + real_dataset.zip's images; the
+    # question is TTRV's Appendix C template around the `object` noun.
+    DatasetSpec("capture", "counting-freeform", "atinp/CAPTURe", "smape", "Capture", reader="capture",
+                fields={"image": "image_file", "object": "object", "answer": "ground_truth"}, prompt="capture",
+                local={"files": "real_metadata.json", "image_dir": "dataset"},
+                description="free-form counting scored by 1 - sMAPE; local copy of the repo's files needed"),
+    # CRPE relation split: jsonl rows whose `text` carries the options; images are COCO val2017
+    # (and the repo's abnormal_images/) under the copy's directory.
+    _vqa("crpe", "OpenGVLab/CRPE", "CRPE", "options_in_text",
+         fields={"image": "image", "question": "text", "answer": "correct_option", "id": "question_id"},
+         prompt="crpe", local={"files": "crpe_relation.jsonl"},
+         description="local copy: crpe_relation.jsonl + the COCO images it names"),
     _vqa("ai2d", "lmms-lab/ai2d", "AI2D", "options_list",
          fields={"image": "image", "question": "question", "options": "options", "answer": "answer"}),
     _vqa("mathvision", "MathLLMs/MathVision", "MathVision", "options_list",

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from .preprocessing import OPTION_LETTERS
+from .preprocessing import CAPTURE_QUESTION, OPTION_LETTERS
 from .registry import DIGIT_NAMES, DatasetSpec
 
 log = logging.getLogger(__name__)
@@ -134,12 +134,19 @@ def _local_format(path: Path) -> str:
     return "imagefolder"
 
 
-def _load_local(spec: DatasetSpec, path: Path, fmt: str | None):
+def _load_local(spec: DatasetSpec, path: Path, fmt: str | None, files: str | None = None):
     import datasets
 
     key = f"data.sources.{spec.name}.path"
     if not path.exists():
         raise DatasetSourceError(f"dataset {spec.name!r}: local copy {path} (config `{key}`) does not exist")
+    if files:  # one file set of a multi-file copy (CRPE's crpe_relation.jsonl)
+        matched = sorted(str(f) for f in path.glob(files))
+        if not matched:
+            raise DatasetSourceError(f"dataset {spec.name!r}: no file {files!r} under {path} "
+                                     f"(config `data.sources.{spec.name}.files`)")
+        fmt = fmt or {".parquet": "parquet", ".csv": "csv", ".tar": "webdataset"}.get(Path(matched[0]).suffix, "json")
+        return datasets.load_dataset(fmt, data_files={"data": matched}, split="data")
     fmt = fmt or _local_format(path)
     if fmt not in LOCAL_FORMATS:
         raise DatasetSourceError(f"dataset {spec.name!r}: config `data.sources.{spec.name}.format` is {fmt!r}; "
@@ -187,7 +194,7 @@ def open_source(spec: DatasetSpec, source: dict | None):
     """The rows of a registry entry: the configured local copy if any, else the Hub."""
     source = source or {}
     if source.get("path"):
-        return _load_local(spec, Path(source["path"]), source.get("format"))
+        return _load_local(spec, Path(source["path"]), source.get("format"), source.get("files"))
     return _load_hub(spec)
 
 
@@ -271,6 +278,8 @@ def read_options_in_text(row, f, classes):
     options = [text for _, text in _OPTION_LINE.findall(question)]
     letters = [letter for letter, _ in _OPTION_LINE.findall(question)]
     answer = str(row[f["answer"]]).strip()
+    if re.fullmatch(r"[A-J](\s*,\s*[A-J])+", answer):
+        return None  # several correct letters (LogicVista): a one-letter answer cannot score it
     if len(options) < 2 or letters != list(OPTION_LETTERS[: len(letters)]):
         return {"question": question, "options": [], "answer": answer}  # free-form
     return {"question": question, "options": options, "answer": _letter_answer(answer, options)}
@@ -281,7 +290,13 @@ def read_yes_no(row, f, classes):
     answer = str(row[f["answer"]]).strip().lower()
     if answer not in ("yes", "no"):
         raise ValueError(f"MME answer must be yes or no, got {row[f['answer']]!r}")
-    return {"question": row[f["question"]], "options": ["No", "Yes"], "answer": "A" if answer == "no" else "B"}
+    return {"question": row[f["question"]], "options": ["No", "Yes"], "answer": "A" if answer == "no" else "B",
+            "category": row[f["category"]]}  # for MME's official score (evaluation.metrics.mme_score)
+
+
+def read_capture(row, f, classes):
+    """CAPTURe (real split): the count is `ground_truth`, the question TTRV's template."""
+    return {"question": CAPTURE_QUESTION.format(object=row[f["object"]]), "answer": int(row[f["answer"]])}
 
 
 def read_count_question(row, f, classes):
@@ -343,6 +358,7 @@ ROW_READERS = {
     "options_in_text": read_options_in_text,
     "yes_no": read_yes_no,
     "count_question": read_count_question,
+    "capture": read_capture,
     "count_points": read_count_points,
 }
 GEOMETRY_READERS = {"refer": read_refer, "mask": read_mask}  # these need the image size
@@ -385,6 +401,8 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
     from PIL import Image
 
     source = source or {}
+    if source.get("path"):  # the registry's defaults for a local copy (files, image_dir), then config's
+        source = {**spec.local, **source}
     fields = {**spec.fields, **source.get("fields", {})}
     data = open_source(spec, source)
     image_column = _column(spec, data, fields, "image")
@@ -397,7 +415,8 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
     classes = None
     if spec.reader == "classification":
         classes = tuple(_class_names(spec, data, source, _column(spec, data, fields, "label")))
-    base = Path(source["path"]) if source.get("path") else None
+    # relative image paths (CRPE, CAPTURe) resolve under the copy, or its `image_dir`
+    base = Path(source["path"]) / source.get("image_dir", "") if source.get("path") else None
     raw_dir.mkdir(parents=True, exist_ok=True)
     for index, row in enumerate(data):
         sample_id = f"{spec.name}-{index:06d}"

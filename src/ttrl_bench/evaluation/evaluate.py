@@ -30,9 +30,17 @@ def predictions_frame(raw: list[str], samples: pd.DataFrame, task) -> pd.DataFra
 
 def evaluate_model(model, processor, samples: pd.DataFrame, image_root: Path, task, max_new_tokens: int,
                    batch_size: int) -> pd.DataFrame:
+    """Greedy predictions for `samples`; `model` is a loaded transformers model, or the path of
+    one as a string to run through vLLM (config `evaluation.backend`)."""
     images = [Image.open(image_root / path).convert("RGB") for path in samples["image"]]
     systems = list(samples["system"]) if "system" in samples else None
-    raw = generate_greedy(model, processor, list(samples["prompt"]), images, max_new_tokens, batch_size, systems)
+    prompts = list(samples["prompt"])
+    if isinstance(model, str):
+        from ..generation.vllm_offline import generate_greedy_vllm
+
+        raw = generate_greedy_vllm(model, processor, prompts, images, max_new_tokens, systems)
+    else:
+        raw = generate_greedy(model, processor, prompts, images, max_new_tokens, batch_size, systems)
     return predictions_frame(raw, samples, task)
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+
+import pandas as pd
 
 
 def accuracy(preds: Sequence, golds: Sequence) -> float:
@@ -46,3 +49,35 @@ def giou_ciou(pred_masks, gt_masks) -> tuple[float, float]:
     inter = [int((p & g).sum()) for p, g in zip(pred_masks, gt_masks)]
     union = [int((p | g).sum()) for p, g in zip(pred_masks, gt_masks)]
     return giou_ciou_from_counts(inter, union)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one problem with c correct among n samples (Chen et al. 2021, Eq. 1):
+    1 - C(n - c, k) / C(n, k). With greedy decoding (n = k = 1) it is plain accuracy, which is
+    how ECHO's pass@1 cells are filled."""
+    if not (0 <= c <= n and 1 <= k <= n):
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+# MME (Fu et al. 2023): 10 perception and 4 cognition subtasks, each scored acc + acc+ (acc+:
+# both questions of an image right), so a subtask scores at most 200 and perception 2000.
+MME_PERCEPTION = ("existence", "count", "position", "color", "posters", "celebrity", "scene", "landmark",
+                  "artwork", "OCR")
+MME_COGNITION = ("commonsense_reasoning", "numerical_calculation", "text_translation", "code_reasoning")
+
+
+def mme_score(category: Sequence[str], image: Sequence[str], correct: Sequence[bool]) -> dict[str, float]:
+    """MME's official score from per-question correctness: per subtask acc (% of questions) +
+    acc+ (% of images with every question right), summed into perception, cognition and total."""
+    frame = pd.DataFrame({"category": category, "image": image, "correct": correct})
+    unknown = set(frame["category"]) - set(MME_PERCEPTION) - set(MME_COGNITION)
+    if unknown:
+        raise ValueError(f"mme_score: unknown MME subtask(s) {sorted(unknown)}")
+    per_image = frame.groupby(["category", "image"])["correct"].all().groupby("category").mean()
+    subtask = 100 * frame.groupby("category")["correct"].mean() + 100 * per_image
+    perception = float(subtask.reindex(MME_PERCEPTION).fillna(0).sum())
+    cognition = float(subtask.reindex(MME_COGNITION).fillna(0).sum())
+    return {"mme_perception": perception, "mme_cognition": cognition, "mme_total": perception + cognition}

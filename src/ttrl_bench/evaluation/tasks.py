@@ -13,7 +13,7 @@ import pandas as pd
 from ..datasets.registry import get_dataset
 from ..rewards import grounding
 from .extraction import BOXED, extract_choice, extract_short_answer, short_answers_match
-from .metrics import giou_ciou_from_counts, smape_score
+from .metrics import giou_ciou_from_counts, mme_score, smape_score
 
 
 class MCQTask:
@@ -47,6 +47,22 @@ class MCQTask:
         return {"accuracy": 100 * float(predictions["correct"].mean())}
 
 
+class MMETask(MCQTask):
+    """MME: accuracy as TTRV reports it, plus MME's official score (acc + acc+) as an extra."""
+
+    def prediction_columns(self, parsed: list, samples: pd.DataFrame) -> dict:
+        columns = super().prediction_columns(parsed, samples)
+        if "category" in samples:
+            columns.update(category=list(samples["category"]), source_image=list(samples["source_id"]))
+        return columns
+
+    def metrics(self, predictions: pd.DataFrame) -> dict[str, float]:
+        metrics = super().metrics(predictions)
+        if "category" in predictions:
+            metrics.update(mme_score(predictions["category"], predictions["source_image"], predictions["correct"]))
+        return metrics
+
+
 def _objects(boxes, points) -> list[dict]:
     return [{"bbox_2d": [float(v) for v in b], "point_2d": [float(v) for v in p]} for b, p in zip(boxes, points)]
 
@@ -62,14 +78,30 @@ def box_mask(objects: list[dict] | None, width: int, height: int) -> np.ndarray:
     return mask
 
 
+def gold_mask(row: dict, objects: list[dict]) -> np.ndarray:
+    """The dataset's mask (COCO RLE from preparation: RefCOCO polygons, ReasonSeg masks), else
+    the union of the gold boxes (the demo's scenes)."""
+    if row.get("mask"):
+        from pycocotools import mask as mask_utils
+
+        rle = json.loads(row["mask"])
+        return mask_utils.decode({"size": rle["size"], "counts": rle["counts"].encode()}).astype(bool)
+    return box_mask(objects, row["width"], row["height"])
+
+
 class GroundingTask:
     """Referring grounding (VR-TTRL): the answer is a list of objects with a box and a point.
-    Without SAM2 the masks are the boxes, so the metrics are called box_giou / box_ciou."""
+    Predicted masks are the predicted boxes (no SAM2 here), so the metrics are called box_giou /
+    box_ciou; they are scored against the dataset's own masks where it has them."""
 
     family = "grounding"
 
-    def __init__(self, primary: str = "box_giou"):
-        self.primary = primary  # count_accuracy for the counting sets (PixMo-Count, CountBench)
+    def __init__(self, primary: str = "box_giou", masker=None):
+        # masker: masks from predicted objects (evaluation.masks.Sam2Masker); None -> the boxes
+        self.masker = masker
+        self.prefix = "" if masker else "box_"
+        # count_accuracy for the counting sets (PixMo-Count, CountBench)
+        self.primary = primary.replace("box_", self.prefix)
 
     def parse(self, text: str, row: dict):
         return grounding.parse_objects(text)
@@ -91,8 +123,9 @@ class GroundingTask:
 
     def prediction_columns(self, parsed: list, samples: pd.DataFrame) -> dict:
         rows = samples.to_dict("records")
-        pred_masks = [box_mask(p, r["width"], r["height"]) for p, r in zip(parsed, rows)]
-        gold_masks = [box_mask(self.gold(r), r["width"], r["height"]) for r in rows]
+        masker = self.masker or (lambda r, p: box_mask(p, r["width"], r["height"]))
+        pred_masks = [masker(r, p) for p, r in zip(parsed, rows)]
+        gold_masks = [gold_mask(r, self.gold(r)) for r in rows]
         inter = [int((p & g).sum()) for p, g in zip(pred_masks, gold_masks)]
         union = [int((p | g).sum()) for p, g in zip(pred_masks, gold_masks)]
         n_pred = [len(grounding.valid_objects(p)) for p in parsed]
@@ -108,7 +141,8 @@ class GroundingTask:
 
     def metrics(self, predictions: pd.DataFrame) -> dict[str, float]:
         giou, ciou = giou_ciou_from_counts(list(predictions["intersection"]), list(predictions["union"]))
-        return {"box_giou": 100 * giou, "box_ciou": 100 * ciou, "count_accuracy": 100 * predictions["correct"].mean()}
+        return {f"{self.prefix}giou": 100 * giou, f"{self.prefix}ciou": 100 * ciou,
+                "count_accuracy": 100 * predictions["correct"].mean()}
 
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -161,8 +195,16 @@ TASKS = {
 }
 
 
-def task_for(dataset: str):
+def task_for(dataset: str, sam2: str | None = None, image_root=None):
+    """The task of a dataset; `sam2`: a SAM2 checkpoint for grounding masks (evaluation only)."""
     spec = get_dataset(dataset)
+    if dataset == "mme":
+        return MMETask()
     if spec.task not in TASKS:
         raise NotImplementedError(f"dataset {dataset!r}: task {spec.task!r} has no evaluation yet")
-    return TASKS[spec.task]
+    task = TASKS[spec.task]
+    if sam2 and task.family == "grounding":
+        from .masks import Sam2Masker
+
+        return GroundingTask(task.primary, masker=Sam2Masker(sam2, image_root))
+    return task

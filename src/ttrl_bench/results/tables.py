@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 # How methods are labelled in the papers' tables (TTRV Table 1: "w/ TTRV" under the base row).
@@ -44,6 +46,23 @@ def method_table(runs: pd.DataFrame) -> pd.DataFrame:
     table.index.name = "Model"
     table.columns.name = None
     return table.round(2)
+
+
+def preparation_table(prep_stats: pd.DataFrame, published: pd.DataFrame, dataset_names: dict[str, str]) -> pd.DataFrame:
+    """TTRV Table 8's layout for every prepared dataset: our original / kept counts and drops by
+    reason beside the paper's n_original / n_used (blank where the paper has no such dataset)."""
+    table8 = published[(published["paper"] == "ttrv") & (published["table"] == 8)]
+    paper = table8.pivot_table(index="dataset", columns="metric", values="value", aggfunc="first")
+    rows = []
+    for stats in prep_stats.sort_values("dataset").to_dict("records") if not prep_stats.empty else []:
+        name = dataset_names.get(stats["dataset"], stats["dataset"])
+        dropped = json.loads(stats["dropped"]) if isinstance(stats["dropped"], str) else stats["dropped"]
+        rows.append({"dataset": stats["dataset"], "paper column": name, "original": stats["original"],
+                     "kept": stats["kept"], "dropped": ", ".join(f"{k} {v}" for k, v in sorted(dropped.items())) or "–",
+                     "paper original": paper["n_original"].get(name) if "n_original" in paper else None,
+                     "paper used": paper["n_used"].get(name) if "n_used" in paper else None})
+    return pd.DataFrame(rows, columns=["dataset", "paper column", "original", "kept", "dropped", "paper original",
+                                       "paper used"])
 
 
 def to_markdown(frame: pd.DataFrame, index: bool = True, digits: int = 2) -> str:

@@ -1,0 +1,69 @@
+"""Grounding masks: SAM2 (transformers Sam2Model) from predicted boxes and points, or the boxes.
+
+No SAM2 weights can be downloaded here: a tiny random-weight Sam2Model built offline checks the
+plumbing (prompts in, one mask per object, union, original size), not mask quality."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from PIL import Image
+
+from ttrl_bench.evaluation.evaluate import predictions_frame
+from ttrl_bench.evaluation.masks import Sam2Masker
+from ttrl_bench.evaluation.tasks import GroundingTask
+
+
+@pytest.fixture(scope="module")
+def tiny_sam2(tmp_path_factory):
+    from transformers import Sam2Config, Sam2ImageProcessor, Sam2Model, Sam2Processor
+    from transformers.models.sam2.configuration_sam2 import Sam2HieraDetConfig, Sam2VisionConfig
+
+    torch.manual_seed(0)
+    backbone = Sam2HieraDetConfig(hidden_size=16, blocks_per_stage=[1, 1, 1, 1], embed_dim_per_stage=[16, 32, 64, 128],
+                                  num_attention_heads_per_stage=[1, 1, 1, 1], global_attention_blocks=[],
+                                  image_size=[256, 256])
+    vision = Sam2VisionConfig(backbone_config=backbone, backbone_channel_list=[128, 64, 32, 16], fpn_hidden_size=32,
+                              backbone_feature_sizes=[[64, 64], [32, 32], [16, 16]])
+    config = Sam2Config(vision_config=vision.to_dict(), prompt_encoder_config={"hidden_size": 32, "image_size": 256},
+                        mask_decoder_config={"hidden_size": 32})
+    path = tmp_path_factory.mktemp("sam2")
+    Sam2Model(config).save_pretrained(path)
+    Sam2Processor(image_processor=Sam2ImageProcessor(size={"height": 256, "width": 256})).save_pretrained(path)
+    Image.new("RGB", (120, 80), "white").save(path / "scene.png")
+    return path
+
+
+A = {"bbox_2d": [10, 10, 50, 40], "point_2d": [30, 25]}
+B = {"bbox_2d": [60, 10, 100, 70], "point_2d": [80, 40]}
+ROW = {"image": "scene.png", "width": 120, "height": 80}
+
+
+def test_sam2_masks_are_the_union_of_one_mask_per_object(tiny_sam2):
+    masker = Sam2Masker(tiny_sam2, tiny_sam2, device="cpu")
+    both, only_a, only_b = masker(ROW, [A, B]), masker(ROW, [A]), masker(ROW, [B])
+    assert both.shape == (80, 120) and both.dtype == bool  # original pixels, not SAM2's 256 px
+    assert np.array_equal(both, only_a | only_b)
+    assert np.array_equal(both, masker(ROW, [A, B]))  # deterministic
+    assert not masker(ROW, None).any() and not masker(ROW, [{"bbox_2d": "bad"}]).any()
+
+
+def test_with_a_masker_the_metrics_are_mask_giou_and_ciou():
+    # a stand-in masker with a known 10 x 10 square: against the 40 x 30 gold box, I = 100, U = 1200
+    square = np.zeros((80, 120), dtype=bool)
+    square[10:20, 10:20] = True
+    task = GroundingTask(masker=lambda row, objects: square)
+    samples = pd.DataFrame({"id": ["a"], "boxes": [[A["bbox_2d"]]], "points": [[A["point_2d"]]], "width": [120],
+                            "height": [80], "image": ["scene.png"]})
+    frame = predictions_frame([f"<answer>{json.dumps([A])}</answer>"], samples, task)
+    assert (frame["intersection"][0], frame["union"][0]) == (100, 1200)
+    assert task.primary == "giou"
+    assert task.metrics(frame) == {"giou": pytest.approx(100 / 12), "ciou": pytest.approx(100 / 12),
+                                   "count_accuracy": 100.0}
+
+
+def test_a_missing_sam2_checkpoint_names_the_config_key(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"evaluation\.grounding\.sam2"):
+        Sam2Masker(tmp_path / "absent", tmp_path)
