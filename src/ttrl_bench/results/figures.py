@@ -67,16 +67,21 @@ def cross_dataset_heatmap(runs: pd.DataFrame, path: Path) -> None:
     fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(4 * max(1, len(panels)), 3.6), squeeze=False)
     if not panels:
         _empty(axes[0, 0], "no adapted runs")
-    for ax, ((model, method), frame) in zip(axes[0], panels):
-        frame = frame.assign(delta=frame["value"] - [base.get((model, t), float("nan")) for t in frame["target_dataset"]])
-        grid = frame.pivot_table(index="train_dataset", columns="target_dataset", values="delta", aggfunc="mean")
+    grids = {}
+    for key, frame in panels:
+        frame = frame.assign(delta=frame["value"] - [base.get((key[0], t), float("nan")) for t in frame["target_dataset"]])
+        grids[key] = (frame, frame.pivot_table(index="train_dataset", columns="target_dataset", values="delta",
+                                               aggfunc="mean"))
+    # one colour scale for every panel, so equal colours mean equal gains
+    limit = max([1.0] + [float(abs(grid).max().max()) for _, grid in grids.values() if not grid.empty])
+    for ax, ((model, method), (frame, grid)) in zip(axes[0], grids.items()):
         if grid.empty:
             _empty(ax, f"{model}: {METHOD_LABELS.get(method, method)}\nno zero-shot run to compare with")
             continue
-        limit = max(1.0, float(abs(grid).max().max()))
         image = ax.imshow(grid, cmap="RdBu", vmin=-limit, vmax=limit)
         for (i, j), value in pd.DataFrame(grid.values).stack().items():
-            ax.text(j, i, f"{value:+.1f}", ha="center", va="center", fontsize=7)
+            ax.text(j, i, f"{value:+.1f}", ha="center", va="center", fontsize=7,
+                    color="white" if abs(value) > 0.6 * limit else "black")
         ax.set_xticks(range(len(grid.columns)), grid.columns, rotation=45, ha="right", fontsize=7)
         ax.set_yticks(range(len(grid.index)), grid.index, fontsize=7)
         ax.set_xlabel("evaluated on")
