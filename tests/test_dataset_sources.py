@@ -382,6 +382,7 @@ def test_pixmo_count_points_and_count(tmp_path, name):
     stats, manifest = prepare(tmp_path, name, source)
     assert counts(stats) == STANDARD_DROPS
     assert (manifest.iloc[0]["query"], manifest.iloc[0]["count"]) == ("dog", 3)
+    assert [list(p) for p in manifest.iloc[0]["points"]] == [[10, 5], [20, 5], [30, 5]]  # pixels, as given
 
 
 def test_countbench_query_is_the_counted_noun(tmp_path):
@@ -444,3 +445,12 @@ def test_preparing_twice_gives_identical_bytes(tmp_path):
     prepare_dataset("dtd", tmp_path / "a", 0, source=source)  # again, over the first
     for name in ("manifest.parquet", "prep_stats.json", "images/dtd-000000.img"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_a_digit_answer_is_read_by_the_sources_answer_format():
+    numeric = ["1", "2", "3", "4"]
+    assert sources._letter_answer("1", numeric, "text") == "A"  # MathVista: the option itself
+    assert sources._letter_answer("1", numeric, "index") == "B"  # AI2D: an index into the options
+    assert sources._letter_answer("(C)", numeric, "letter") == "C"
+    with pytest.raises(ValueError, match="not a valid letter"):
+        sources._letter_answer("1", numeric, "letter")

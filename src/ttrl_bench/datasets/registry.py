@@ -35,8 +35,10 @@ class DatasetSpec:
 DIGIT_NAMES = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
 
-# Column names as the public harnesses read them (unverified offline; override with config
-# `data.sources.<name>.fields`).
+# Column names as the public harnesses read them (lmms-eval, clip_benchmark, Seg-Zero, CAPTURe;
+# checked against dataset cards and harness code, not downloads; override with config
+# `data.sources.<name>.fields`). `answer_format` (not a column): how a source states the
+# correct option: "letter" (default), "index" (AI2D) or "text" (MathVista).
 IMAGE_LABEL = {"image": "image", "label": "label"}
 WDS = {"image": "jpg", "image_alternatives": ("webp", "png", "jpeg"), "label": "cls"}  # clip-benchmark shards
 REFCOCO = {"image": "image", "expressions": "answer", "bbox": "bbox", "segmentation": "segmentation"}
@@ -83,7 +85,7 @@ _ENTRIES = [
          prompt="mathverse"),
     _vqa("mathvista", "AI4Math/MathVista", "MathVista", "options_list", split="testmini",
          fields={"image": "decoded_image", "question": "question", "options": "choices", "answer": "answer",
-                 "id": "pid"}, prompt="mathvista"),
+                 "id": "pid", "answer_format": "text"}, prompt="mathvista"),
     _vqa("seed-bench", "lmms-lab/SEED-Bench", "SEED", "choice_columns",
          fields={"image": "image", "question": "question", "answer": "answer", "id": "question_id",
                  "choices": ("choice_a", "choice_b", "choice_c", "choice_d"), "keep": ("data_type", "image")},
@@ -107,7 +109,8 @@ _ENTRIES = [
          prompt="crpe", local={"files": "crpe_relation.jsonl"},
          description="local copy: crpe_relation.jsonl + the COCO images it names"),
     _vqa("ai2d", "lmms-lab/ai2d", "AI2D", "options_list",
-         fields={"image": "image", "question": "question", "options": "options", "answer": "answer"}),
+         fields={"image": "image", "question": "question", "options": "options", "answer": "answer",
+                 "answer_format": "index"}),
     _vqa("mathvision", "MathLLMs/MathVision", "MathVision", "options_list",
          fields={"image": "decoded_image", "question": "question", "options": "options", "answer": "answer",
                  "id": "id"}),

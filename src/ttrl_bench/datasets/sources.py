@@ -107,15 +107,16 @@ class DatasetSourceError(RuntimeError):
     """A dataset that cannot be read: unreachable Hub, missing local copy, missing column."""
 
 
-HUB_HOST = ("huggingface.co", 443)
-
-
 def _hub_reachable(timeout: float = 3.0) -> bool:
-    """A plain TCP connect: `load_dataset` itself retries for ~25 s before failing offline."""
+    """A plain TCP connect to the Hub (or HF_ENDPOINT's mirror): `load_dataset` itself retries for
+    ~25 s before failing offline."""
+    import os
     import socket
+    from urllib.parse import urlparse
 
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
     try:
-        socket.create_connection(HUB_HOST, timeout=timeout).close()
+        socket.create_connection((endpoint.hostname, endpoint.port or 443), timeout=timeout).close()
         return True
     except OSError:
         return False
@@ -240,16 +241,18 @@ def _image_bytes(value, base: Path | None) -> bytes:
 _OPTION_LINE = re.compile(r"^\s*\(?([A-J])\)?\s*[.:)]\s*(.+?)\s*$", re.MULTILINE)
 
 
-def _letter_answer(answer, options: list[str]) -> str:
-    """Gold as a letter: "B", "(B)", an index ("1"), or the option's text."""
+def _letter_answer(answer, options: list[str], answer_format: str = "letter") -> str:
+    """Gold as a letter, from the source's answer format (registry field `answer_format`; a digit
+    is ambiguous between an index and an option's text, so it is never guessed): "letter" ("B",
+    "(B)"), "index" ("1": AI2D) or "text" (the option itself: MathVista)."""
     text = str(answer).strip()
-    if re.fullmatch(r"\(?[A-J]\)?\.?", text) and text.strip("().") in OPTION_LETTERS[: len(options)]:
+    if answer_format == "letter" and re.fullmatch(r"\(?[A-J]\)?\.?", text) and text.strip("().") in OPTION_LETTERS[: len(options)]:
         return text.strip("().")
-    if text.isdigit() and int(text) < len(options):
+    if answer_format == "index" and text.isdigit() and int(text) < len(options):
         return OPTION_LETTERS[int(text)]
-    if text in options:
+    if answer_format == "text" and text in options:
         return OPTION_LETTERS[options.index(text)]
-    raise ValueError(f"answer {answer!r} is none of the {len(options)} options")
+    raise ValueError(f"answer {answer!r} is not a valid {answer_format} for {len(options)} options")
 
 
 def read_classification(row, f, classes):
@@ -261,7 +264,8 @@ def read_options_list(row, f, classes):
     options = [str(o) for o in (row[f["options"]] or [])]
     if not options:  # free-form question (MathVista "free_form", MathVision without choices)
         return {"question": row[f["question"]], "options": [], "answer": str(row[f["answer"]]).strip()}
-    return {"question": row[f["question"]], "options": options, "answer": _letter_answer(row[f["answer"]], options)}
+    return {"question": row[f["question"]], "options": options,
+            "answer": _letter_answer(row[f["answer"]], options, f.get("answer_format", "letter"))}
 
 
 def read_choice_columns(row, f, classes):
@@ -300,7 +304,7 @@ def read_capture(row, f, classes):
 
 
 def read_count_question(row, f, classes):
-    """Capture (free-form count) and CountBench: a question and a number."""
+    """CountBench: a question ("How many dogs are in the image?") and a number; the query is the noun."""
     question = row[f["question"]]
     noun = re.search(r"how many (.+?)(?: are| is| can| do|\?|$)", question, re.IGNORECASE)
     return {"question": question, "answer": int(row[f["answer"]]), "query": noun.group(1) if noun else question}
@@ -309,7 +313,7 @@ def read_count_question(row, f, classes):
 def read_count_points(row, f, classes):
     """PixMo-Count: an object label, a count and one point per object."""
     points = [[float(p["x"]), float(p["y"])] for p in (row[f["points"]] or [])]
-    return {"query": row[f["query"]], "answer": int(row[f["count"]]), "gold_points": points}
+    return {"query": row[f["query"]], "answer": int(row[f["count"]]), "points": points}
 
 
 def _rle(mask):
@@ -407,7 +411,7 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
     data = open_source(spec, source)
     image_column = _column(spec, data, fields, "image")
     for key, column in fields.items():  # every mapped column must exist: fail before any row
-        if key in ("image", "id") or key.endswith("_alternatives"):
+        if key in ("image", "id", "answer_format") or key.endswith("_alternatives"):
             continue
         for name in column[:1] if key == "keep" else column if isinstance(column, tuple) else (column,):
             _column(spec, data, {key: name}, key)
