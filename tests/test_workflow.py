@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ttrl_bench.results.paper_tables import PAPER_TABLES
 from ttrl_bench.results.store import query
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,7 +64,14 @@ def test_demo_produces_store_tables_and_figures(demo_run):
     assert "| w/ VR-TTRL |" in table
     assert "0 of 126 cells reproduced" in table
     assert (demo_run / "results/audit/reward_audit.png").stat().st_size > 10_000
-    for figure in ("accuracy", "training_curves"):
+    # every published table, in three formats; nothing of the demo counts as a paper cell
+    for paper, number in PAPER_TABLES:
+        for ext in ("md", "tex", "csv"):
+            assert (demo_run / f"results/tables/{paper}_table{number}.{ext}").stat().st_size > 0
+    assert "| total |  | 587 | 0 | 587 |" in (demo_run / "results/tables/fidelity.md").read_text()
+    preparation = (demo_run / "results/tables/data_preparation.md").read_text()
+    assert "| demo-digits | Digits | 1797 | 1797 | – | – | – |" in preparation
+    for figure in ("accuracy", "training_curves", "cross_dataset", "step_costs"):
         assert (demo_run / f"results/figures/{figure}.png").stat().st_size > 10_000
         assert (demo_run / f"results/figures/{figure}.pdf").exists()
     # adapted weights are temp(): gone once evaluated
@@ -83,7 +91,9 @@ def test_every_rule_logs(demo_run):
 def test_rerun_has_nothing_to_do_and_report_builds(demo_run):
     assert "Nothing to be done" in _snakemake(demo_run, "--cores", "1", "-n").stdout
     _snakemake(demo_run, "--report", "results/report.html")
-    assert "training_curves.png" in (demo_run / "results/report.html").read_text(errors="replace")
+    report = (demo_run / "results/report.html").read_text(errors="replace")
+    for item in ("training_curves.png", "cross_dataset.png", "step_costs.png", "fidelity.md", "data_preparation.md"):
+        assert item in report, item
 
 
 def test_lint_is_clean(tmp_path):
