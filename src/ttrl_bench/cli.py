@@ -187,6 +187,11 @@ def _names(args) -> tuple[dict, dict]:
     return json.loads(args.model_names), datasets
 
 
+def _main_protocol(runs, args):
+    """The main grid's runs (other n / sampling belong to TTRV Tables 4, 6, 9)."""
+    return runs[(runs["n_adapt"] == str(args.n_adapt)) & (runs["sampling"] == args.sampling)]
+
+
 def cmd_render_tables(args) -> None:
     import pandas as pd
 
@@ -201,7 +206,8 @@ def cmd_render_tables(args) -> None:
     all_runs, published = read_table(db, "runs"), read_table(db, "published")
     if all_runs.empty:  # nothing evaluated yet: every published cell "not run"
         all_runs = pd.DataFrame(columns=RUN_COLUMNS)
-    ours = pt.our_cells(published, all_runs, read_table(db, "metrics"), read_table(db, "prep_stats"),
+    prep_stats = read_table(db, "prep_stats")
+    ours = pt.our_cells(published, all_runs, read_table(db, "metrics"), prep_stats,
                         read_table(db, "benchmarks"), model_names, dataset_names, (str(args.n_adapt), args.sampling))
     comparison = pt.compare(published, ours)
     for (paper, table), spec in pt.TABLES.items():
@@ -212,7 +218,7 @@ def cmd_render_tables(args) -> None:
         stem.with_suffix(".md").write_text(f"# {spec.title}\n\n{pt.summary_line(cells)}\n\n{to_markdown(wide)}\n{notes}")
         stem.with_suffix(".tex").write_text(pt.to_latex(wide, spec.title))
         cells.to_csv(stem.with_suffix(".csv"), index=False)
-    preparation = preparation_table(read_table(db, "prep_stats"), published, dataset_names)
+    preparation = preparation_table(prep_stats, published, dataset_names)
     preparation.to_csv(out / "data_preparation.csv", index=False)
     (out / "data_preparation.md").write_text(
         "# Data preparation in TTRV Table 8's layout: samples before and after the resolution filter\n\n"
@@ -222,8 +228,8 @@ def cmd_render_tables(args) -> None:
     (out / "fidelity.md").write_text("# Fidelity: published cells with a reproduced counterpart\n\n"
                                      + to_markdown(fidelity, index=False))
 
-    # Our runs in TTRV Table 1's layout: the main protocol only (other n / sampling belong to Tables 4, 6, 9)
-    runs = all_runs[(all_runs["n_adapt"] == str(args.n_adapt)) & (all_runs["sampling"] == args.sampling)]
+    # Our runs in TTRV Table 1's layout: the main protocol only
+    runs = _main_protocol(all_runs, args)
     table1 = method_table(runs[runs["metric"] == "accuracy"])
     table1.to_csv(out / "ttrv_table1_layout.csv")
     cells = comparison[(comparison["paper"] == "ttrv") & (comparison["table"] == 1)]
@@ -253,8 +259,8 @@ def cmd_plot_figures(args) -> None:
     out, db = Path(args.out_dir), Path(args.db)
     model_names, dataset_names = _names(args)
     runs = read_table(db, "runs")
-    if not runs.empty:  # the main protocol (other n / sampling are TTRV Tables 4, 6, 9)
-        runs = runs[(runs["n_adapt"] == str(args.n_adapt)) & (runs["sampling"] == args.sampling)]
+    if not runs.empty:
+        runs = _main_protocol(runs, args)
     figures.accuracy_bars(runs, out / "accuracy.png", published_markers(read_table(db, "published"), model_names, dataset_names))
     train_log = read_table(db, "train_log")
     figures.training_curves(train_log, out / "training_curves.png")

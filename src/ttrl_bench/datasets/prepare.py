@@ -65,10 +65,9 @@ def prepare_dataset(name: str, out_dir: Path, seed: int, resolution_rule: str = 
                 resize_square(sample["image_path"], spec.resize)
         elif verdict is None:
             verdict = resolution_verdict(sample["image_path"], resolution_rule)
-        verdict = verdict.split(" ")[0]
         verdicts[verdict] += 1
         if verdict != "kept":
-            log.warning("%s: dropped %s (%s)", name, sample["id"], sample.get("skip", verdict))
+            log.warning("%s: dropped %s (%s)", name, sample["id"], verdict)
             continue
         row = {"id": sample["id"], "split": sample["split"],
                "image": str(Path(sample["image_path"]).relative_to(out_dir))}

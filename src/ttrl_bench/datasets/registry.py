@@ -2,9 +2,9 @@
 
 An entry says where the data comes from, how its rows are read and how it is scored; the code
 that reads a source lives in `sources.py`, the shared preprocessing in `preprocessing.py`.
-Sources are the Hub ids public harnesses use (lmms-eval, clip-benchmark); none could be checked
-against its dataset card from this offline machine, so each entry's `fields` (our name -> the
-source's column) is what those harnesses read, and a config can override it. A local copy
+Sources are the Hub ids public harnesses use (lmms-eval, clip-benchmark); each entry's `fields`
+(our name -> the source's column) is what those harnesses and the dataset cards say (read, not
+downloaded: this machine is offline), and a config can override it. A local copy
 always works: config `data.sources.<name>: {path: ..., fields: {...}}`.
 """
 

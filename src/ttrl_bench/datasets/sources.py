@@ -122,17 +122,19 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-LOCAL_FORMATS = ("hf-disk", "parquet", "json", "csv", "webdataset", "imagefolder")
+# File formats `datasets` loads from data files, in the order a directory is probed for them.
+FILE_PATTERNS = {"parquet": ("*.parquet",), "webdataset": ("*.tar",), "json": ("*.jsonl", "*.json"), "csv": ("*.csv",)}
+LOCAL_FORMATS = ("hf-disk", *FILE_PATTERNS, "imagefolder")
+
+
+def _data_files(path: Path, fmt: str) -> list[str]:
+    return sorted(str(f) for pattern in FILE_PATTERNS[fmt] for f in path.rglob(pattern) if f.name != "classnames.json")
 
 
 def _local_format(path: Path) -> str:
     if (path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists() or (path / "state.json").exists():
         return "hf-disk"
-    for fmt, patterns in (("parquet", ("*.parquet",)), ("webdataset", ("*.tar",)), ("json", ("*.jsonl", "*.json")),
-                          ("csv", ("*.csv",))):
-        if any(f for pattern in patterns for f in path.rglob(pattern) if f.name != "classnames.json"):
-            return fmt
-    return "imagefolder"
+    return next((fmt for fmt in FILE_PATTERNS if _data_files(path, fmt)), "imagefolder")
 
 
 def _load_local(spec: DatasetSpec, path: Path, fmt: str | None, files: str | None = None):
@@ -146,7 +148,8 @@ def _load_local(spec: DatasetSpec, path: Path, fmt: str | None, files: str | Non
         if not matched:
             raise DatasetSourceError(f"dataset {spec.name!r}: no file {files!r} under {path} "
                                      f"(config `data.sources.{spec.name}.files`)")
-        fmt = fmt or {".parquet": "parquet", ".csv": "csv", ".tar": "webdataset"}.get(Path(matched[0]).suffix, "json")
+        suffix = "*" + Path(matched[0]).suffix
+        fmt = fmt or next((f for f, patterns in FILE_PATTERNS.items() if suffix in patterns), "json")
         return datasets.load_dataset(fmt, data_files={"data": matched}, split="data")
     fmt = fmt or _local_format(path)
     if fmt not in LOCAL_FORMATS:
@@ -163,8 +166,7 @@ def _load_local(spec: DatasetSpec, path: Path, fmt: str | None, files: str | Non
     if fmt == "imagefolder":
         # one split whatever the folder is called ("val" would otherwise become "validation")
         return datasets.load_dataset("imagefolder", data_files={"data": str(path / "**")}, split="data")
-    suffixes = {"parquet": ("*.parquet",), "webdataset": ("*.tar",), "json": ("*.jsonl", "*.json"), "csv": ("*.csv",)}
-    files = sorted(str(f) for pattern in suffixes[fmt] for f in path.rglob(pattern) if f.name != "classnames.json")
+    files = _data_files(path, fmt)
     if not files:
         raise DatasetSourceError(f"dataset {spec.name!r}: no {fmt} files under {path} (config `{key}`)")
     return datasets.load_dataset(fmt, data_files={"data": files}, split="data")
@@ -279,8 +281,8 @@ def read_choice_columns(row, f, classes):
 def read_options_in_text(row, f, classes):
     """MathVerse, RealWorldQA, LogicVista: the options are lines of the question ("A. x", "A: x", "(A) x")."""
     question = row[f["question"]]
-    options = [text for _, text in _OPTION_LINE.findall(question)]
-    letters = [letter for letter, _ in _OPTION_LINE.findall(question)]
+    lines = _OPTION_LINE.findall(question)
+    letters, options = [letter for letter, _ in lines], [text for _, text in lines]
     answer = str(row[f["answer"]]).strip()
     if re.fullmatch(r"[A-J](\s*,\s*[A-J])+", answer):
         return None  # several correct letters (LogicVista): a one-letter answer cannot score it
@@ -368,6 +370,10 @@ ROW_READERS = {
 GEOMETRY_READERS = {"refer": read_refer, "mask": read_mask}  # these need the image size
 
 
+def _lines(path: Path) -> list[str]:
+    return [line.strip() for line in Path(path).read_text().splitlines() if line.strip()]
+
+
 def _class_names(spec: DatasetSpec, data, source: dict, label_column: str) -> list[str]:
     """ClassLabel names, or a classnames.txt beside the data (clip-benchmark), or a configured
     file (one name per line in label order, or a JSON {folder name: class name})."""
@@ -383,17 +389,16 @@ def _class_names(spec: DatasetSpec, data, source: dict, label_column: str) -> li
         if path.suffix == ".json":
             mapping = json.loads(path.read_text())
             return [mapping.get(n, n) for n in names] if names else list(mapping.values())
-        return [line.strip() for line in path.read_text().splitlines() if line.strip()]
+        return _lines(path)
     if names:
         return [n.replace("_", " ") for n in names]  # Food101's "apple_pie" -> "apple pie"
     local = Path(source["path"]) / "classnames.txt" if source.get("path") else None
     if local and local.exists():
-        return [line.strip() for line in local.read_text().splitlines() if line.strip()]
+        return _lines(local)
     if spec.source.startswith("clip-benchmark/") and not source.get("path"):
         from huggingface_hub import hf_hub_download
 
-        return [line.strip() for line in Path(hf_hub_download(spec.source, "classnames.txt", repo_type="dataset"))
-                .read_text().splitlines() if line.strip()]
+        return _lines(hf_hub_download(spec.source, "classnames.txt", repo_type="dataset"))
     raise DatasetSourceError(f"dataset {spec.name!r}: no class names (no ClassLabel, no classnames.txt); set "
                              f"config `data.sources.{spec.name}.class_names`")
 
@@ -428,11 +433,11 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
         try:
             blob = _image_bytes(row[image_column], base)
         except (ValueError, OSError) as err:
-            yield {**base_sample, "image_path": raw_dir / f"{sample_id}.missing", "skip": f"no_image ({err})"}
+            log.warning("%s row %d: %s", spec.name, index, err)
+            yield {**base_sample, "image_path": raw_dir / f"{sample_id}.missing", "skip": "no_image"}
             continue
         path = raw_dir / f"{sample_id}.img"
-        if not path.exists() or path.read_bytes() != blob:
-            path.write_bytes(blob)
+        path.write_bytes(blob)  # always: RealWorldQA's resize rewrites the file in place
         try:
             if spec.reader in GEOMETRY_READERS:
                 try:
