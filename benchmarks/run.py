@@ -92,7 +92,7 @@ def bench_restore(quick: bool) -> pd.DataFrame:
     import torch
     from transformers import Qwen2_5_VLForConditionalGeneration
 
-    from ttrl_bench.models.tiny import tiny_config, train_tokenizer
+    from ttrl_bench.models.tiny import build_tiny, train_tokenizer
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,7 +100,7 @@ def bench_restore(quick: bool) -> pd.DataFrame:
         sizes = [("tiny demo", tiny_dir)]
         if not quick:  # ~60M parameters: hidden 768, 8 text layers, random weights
             tok = train_tokenizer(["a b c"] * 10)
-            big = Qwen2_5_VLForConditionalGeneration(tiny_config(tok, hidden=768, text_layers=8))
+            big, _ = build_tiny(tok, hidden=768, text_layers=8)
             big.save_pretrained(Path(tmp) / "big")
             shutil.copytree(tiny_dir, Path(tmp) / "big", dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.safetensors", "config.json"))
             sizes.append(("random 768x8", Path(tmp) / "big"))

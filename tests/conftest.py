@@ -25,10 +25,22 @@ def scene_data(tmp_path_factory) -> Path:
     return out
 
 
+def _tiny(demo_data, scene_data, out: Path, family: str) -> Path:
+    rows = [{**r, "root": root} for root in (demo_data, scene_data) for r in load_manifest(root, "train").to_dict("records")]
+    build_demo_model(out, rows, lambda r: Image.open(r["root"] / r["image"]).convert("RGB"), steps=5, seed=0,
+                     family=family)
+    return out
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(demo_data, scene_data, tmp_path_factory) -> Path:
-    """Trained 5 steps per task: it answers in the right shape, mostly wrongly."""
-    out = tmp_path_factory.mktemp("models") / "tiny"
-    rows = [{**r, "root": root} for root in (demo_data, scene_data) for r in load_manifest(root, "train").to_dict("records")]
-    build_demo_model(out, rows, lambda r: Image.open(r["root"] / r["image"]).convert("RGB"), steps=5, seed=0)
-    return out
+    """Tiny Qwen2.5-VL trained 5 steps per task: it answers in the right shape, mostly wrongly."""
+    return _tiny(demo_data, scene_data, tmp_path_factory.mktemp("models") / "tiny", "qwen2_5_vl")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dirs(tiny_model_dir, demo_data, scene_data, tmp_path_factory) -> dict[str, Path]:
+    """One tiny model of every family the paper configs use (config/*.yaml): Qwen2.5-VL (VR-TTRL,
+    ECHO) and InternVL "-hf" (TTRV), each built as the demo model is."""
+    internvl = _tiny(demo_data, scene_data, tmp_path_factory.mktemp("models") / "tiny-internvl", "internvl")
+    return {"qwen2_5_vl": tiny_model_dir, "internvl": internvl}

@@ -1,17 +1,19 @@
-"""GRPO adaptation through TRL on the tiny model (CPU), and the group-integrity guard."""
+"""GRPO adaptation through TRL on a tiny model of every family (CPU), and the group-integrity guard."""
 
 import math
 
 import pytest
 
-from ttrl_bench.adaptation.grpo import GroupReward, SplitGroupError, adapt
+from ttrl_bench.adaptation.grpo import GroupReward, SplitGroupError, adapt, batch_layout, fit_to_samples
 from ttrl_bench.adaptation.per_sample import adapt_each_sample
 from ttrl_bench.adaptation.presets import METHOD_NAMES, is_per_sample, method_task, resolve_method
 from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.datasets.sampling import select_adaptation_samples
 from ttrl_bench.models.loading import load_model
 
-TWO_STEPS = {"num_generations": 4, "max_completion_length": 3, "epochs": 1, "prompts_per_step": 1, "learning_rate": 1e-3}
+TWO_STEPS = {"num_generations": 4, "n_votes": 4, "max_completion_length": 3, "epochs": 1, "prompts_per_step": 1,
+             "learning_rate": 1e-3, "micro_batch_size": 2, "kl_beta": 0.0, "weight_decay": 0.0, "warmup_ratio": 0.0}
+FAMILIES = ["qwen2_5_vl", "internvl"]
 
 
 def _completions(texts):
@@ -56,9 +58,10 @@ def test_unknown_method_and_hyperparameter_are_named():
     assert resolve_method("ttrv")["hyperparameters"]["learning_rate"] == 5e-7  # TTRV Appendix A
 
 
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("method", [m for m in METHOD_NAMES if method_task(m) == "mcq"])
-def test_two_grpo_steps_of_every_method(method, demo_data, tiny_model_dir, tmp_path):
-    model, processor = load_model(str(tiny_model_dir))
+def test_two_grpo_steps_of_every_method(method, family, demo_data, tiny_model_dirs, tmp_path):
+    model, processor = load_model(str(tiny_model_dirs[family]), dtype="fp32")
     samples = select_adaptation_samples(load_manifest(demo_data, "test"), 2, seed=0)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     log = adapt(model, processor, samples, demo_data, resolve_method(method, TWO_STEPS), tmp_path, seed=0)
@@ -70,7 +73,7 @@ def test_two_grpo_steps_of_every_method(method, demo_data, tiny_model_dir, tmp_p
 
 
 def test_uncertainty_normalisation():
-    from ttrl_bench.adaptation.grpo import normalise_uncertainty
+    from ttrl_bench.adaptation.uncertainty import normalise_uncertainty
     import math
 
     # log(100) = 4.6052: 2.3026 nats is half the maximum entropy of a 100-token vocabulary
@@ -82,30 +85,64 @@ def test_uncertainty_normalisation():
         normalise_uncertainty([1.0], 100, "zscore")
 
 
-def test_completion_entropies_of_a_uniform_policy_are_log_v(tiny_model_dir, demo_data):
-    """The entropy helper reads the right logits: check it against a policy whose outputs we control."""
+@pytest.mark.parametrize("family", FAMILIES)
+def test_completion_entropies_of_a_uniform_policy_are_log_v(family, tiny_model_dirs, scene_data):
+    """The entropy helper reads the right logits: check it against a policy whose outputs we control.
+    A scene image is 4 InternVL tiles + a thumbnail: the forward must take the processor's fields as
+    they are (DARE crashed on InternVL when they were rebuilt by hand, gpu-probe.md)."""
     import torch
     from PIL import Image
-    from ttrl_bench.adaptation.grpo import completion_entropies
+    from ttrl_bench.adaptation.uncertainty import completion_entropies
 
-    model, processor = load_model(str(tiny_model_dir))
-    sample = load_manifest(demo_data, "test").iloc[0]
-    image = Image.open(demo_data / sample["image"]).convert("RGB")
+    model, processor = load_model(str(tiny_model_dirs[family]))
+    sample = load_manifest(scene_data, "test").iloc[0]
+    image = Image.open(scene_data / sample["image"]).convert("RGB")
     vocab = model.config.get_text_config().vocab_size
     with torch.no_grad():
         model.lm_head.weight.zero_()  # tied to the embeddings: every logit 0 -> uniform
     model.config.tie_word_embeddings = True
-    entropies = completion_entropies(model, processor, sample["prompt"], image, [[20, 21, 22], [30], []])
+    entropies = completion_entropies(model, processor, sample["prompt"], image, [[20, 21, 22], [30], []], micro_batch=2)
     assert entropies[:2] == pytest.approx([math.log(vocab)] * 2, rel=1e-5)
     assert entropies[2] == 0.0
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_completion_entropies_score_each_completion_token_by_its_own_prefix(family, tiny_model_dirs, demo_data):
+    """Against a plain forward of prompt + one completion, computed by hand: same entropies whatever
+    the micro-batch and the padding of the other completions."""
+    import torch
+    from PIL import Image
+    from ttrl_bench.adaptation.uncertainty import completion_entropies
+    from ttrl_bench.generation.hf import chat_prompt
+
+    model, processor = load_model(str(tiny_model_dirs[family]))
+    sample = load_manifest(demo_data, "test").iloc[0]
+    image = Image.open(demo_data / sample["image"]).convert("RGB")
+    completions = [[20, 21, 22, 23], [30, 31]]
+    expected = []
+    for ids in completions:
+        inputs = processor(text=[chat_prompt(processor, sample["prompt"])], images=[image], return_tensors="pt")
+        p = inputs["input_ids"].shape[1]
+        full = torch.cat([inputs.pop("input_ids"), torch.tensor([ids])], dim=1)
+        inputs = {k: torch.cat([v, torch.ones(1, len(ids), dtype=v.dtype) if k == "attention_mask" else
+                                torch.zeros(1, len(ids), dtype=v.dtype)], 1) if v.shape[:2] == (1, p) and
+                  not v.is_floating_point() else v for k, v in inputs.items()}
+        with torch.no_grad():
+            logp = model(input_ids=full, **inputs).logits[0, p - 1 : p - 1 + len(ids)].float().log_softmax(-1)
+        expected.append(float(-(logp.exp() * logp).sum(-1).mean()))
+    for micro_batch in (1, 2):
+        got = completion_entropies(model, processor, sample["prompt"], image, completions, micro_batch=micro_batch)
+        assert got == pytest.approx(expected, rel=1e-4)
 
 
 ONE_ROUND = {"num_generations": 4, "max_completion_length": 24, "epochs": 1, "learning_rate": 1e-3, "kl_beta": 0.0}
 
 
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("method", [m for m in METHOD_NAMES if is_per_sample(m)])
-def test_per_sample_methods_predict_each_sample_and_restore_the_base_weights(method, scene_data, tiny_model_dir, tmp_path):
-    model, processor = load_model(str(tiny_model_dir))
+def test_per_sample_methods_predict_each_sample_and_restore_the_base_weights(method, family, scene_data,
+                                                                             tiny_model_dirs, tmp_path):
+    model, processor = load_model(str(tiny_model_dirs[family]), dtype="fp32")
     base = {n: p.detach().clone() for n, p in model.state_dict().items()}
     samples = load_manifest(scene_data, "test").head(2)
     spec = resolve_method(method, ONE_ROUND)
@@ -137,11 +174,113 @@ def test_rollout_backend_choice_is_explicit():
         rollout_backend("sglang")
 
 
-def test_too_few_samples_for_a_step_is_a_clear_error(demo_data, tiny_model_dir, tmp_path):
-    model, processor = load_model(str(tiny_model_dir))
+def test_one_optimizer_step_is_the_presets_batch_in_micro_batches():
+    """TTRV authors' logs: 4 prompts x 16 trained rollouts = 64 completions per optimizer step; 4 per
+    forward/backward -> 16 accumulation steps; rollouts generated one prompt's 16 at a time."""
+    hp = resolve_method("ttrv")["hyperparameters"]
+    assert (hp["prompts_per_step"], hp["num_generations"], hp["n_votes"]) == (4, 16, 32)
+    assert batch_layout(hp) == {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 16,
+                                "generation_batch_size": 16}
+    # 4 GPUs (issue 13): 64 / (4 x 4) = 4 accumulation steps; each process generates one group
+    assert batch_layout(hp, num_processes=4) == {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 4,
+                                                 "generation_batch_size": 64}
+    # TTRV Appendix A: 8 prompts x 32 rollouts = 256 per step; all generated at once if asked
+    appendix = resolve_method("ttrv-appendix-a", {"generation_batch_size": 256})["hyperparameters"]
+    assert batch_layout(appendix) == {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 64,
+                                      "generation_batch_size": 256}
+    with pytest.raises(ValueError, match="micro_batch_size 5"):
+        batch_layout({**hp, "micro_batch_size": 5})
+    with pytest.raises(ValueError, match="generation_batch_size = 24"):
+        batch_layout({**hp, "generation_batch_size": 24})
+
+
+def test_fewer_samples_than_a_step_fill_one_step():
+    """TTRV Table 6 adapts on one sample: a step holds the samples there are."""
+    hp = resolve_method("ttrv")["hyperparameters"]
+    assert fit_to_samples(hp, 1)["prompts_per_step"] == 1
+    assert fit_to_samples(hp, 20)["prompts_per_step"] == 4
+
+
+def test_the_reward_votes_on_every_rollout_and_rewards_the_trained_ones():
+    """Vote on 8, train on the first 4 (TTRV logs: 32 / 16). Over the 8 votes B wins 5 to 3, so the
+    trained A's get 0; voting on the 4 trained alone would have made A the label."""
+    reward = GroupReward("majority_vote", {}, num_generations=4)
+    trained = ["A", "A", "A", "B"]
+    votes = trained + ["B", "B", "B", "B"]
+    rewards = reward(prompts=None, completions=_completions(trained), id=["x"] * 4,
+                     options=[["a", "b", "c", "d"]] * 4, answer=["B"] * 4, vote_texts=[votes] * 4,
+                     vote_ids=[[[1]] * 8] * 4)
+    assert rewards == [0.0, 0.0, 0.0, 1.0]
+    assert reward.records[0]["votes"] == 8
+    assert reward.records[0]["majority_fraction"] == pytest.approx(5 / 8)
+    assert reward.records[0]["rollout_accuracy"] == pytest.approx(5 / 8)
+    with pytest.raises(SplitGroupError, match="first 4 votes"):
+        reward(prompts=None, completions=_completions(["B", "A", "A", "A"]), id=["x"] * 4,
+               options=[["a", "b", "c", "d"]] * 4, answer=["B"] * 4, vote_texts=[votes] * 4, vote_ids=[[[1]] * 8] * 4)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_vote_split_runs_through_trl(family, demo_data, tiny_model_dirs, tmp_path):
+    """8 rollouts vote, 4 are trained on, through the trainer's own generation path."""
+    model, processor = load_model(str(tiny_model_dirs[family]), dtype="fp32")
     samples = select_adaptation_samples(load_manifest(demo_data, "test"), 2, seed=0)
-    with pytest.raises(ValueError, match="prompts_per_step=8"):
-        adapt(model, processor, samples, demo_data, resolve_method("ttrv"), tmp_path, seed=0)
+    log = adapt(model, processor, samples, demo_data, resolve_method("ttrv", {**TWO_STEPS, "n_votes": 8}), tmp_path,
+                seed=0)
+    assert list(log["votes"]) == [8, 8] and log.attrs["optimizer_steps"] == 2
+
+
+def test_a_bf16_checkpoint_adapted_at_the_papers_lr_changes_its_weights(demo_data, tiny_model_dir, tmp_path):
+    """gpu-probe.md: a bf16 checkpoint trained in bf16 at lr 5e-7 changed 0.26% of its weights (the
+    update is far below bf16's resolution: ~1e-4 at 0.02). Loaded as fp32 master weights, 2 AdamW
+    steps move every weight with a gradient by ~lr each, which fp32 resolves (~2e-9 at 0.02)."""
+    import torch
+
+    from ttrl_bench.models.loading import checkpoint_dtype
+
+    stored = tmp_path / "bf16"
+    model, processor = load_model(str(tiny_model_dir))
+    model.to(torch.bfloat16).save_pretrained(stored)
+    processor.save_pretrained(stored)
+    assert checkpoint_dtype(str(stored)) == torch.bfloat16
+    model, processor = load_model(str(stored), dtype="fp32")
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    samples = select_adaptation_samples(load_manifest(demo_data, "test"), 2, seed=0)
+    # random reward: nonzero advantages whatever the tiny model answers (seeded)
+    spec = resolve_method("random-reward", {**TWO_STEPS, "learning_rate": 5e-7, "num_generations": 8, "n_votes": 8,
+                                            "micro_batch_size": 8})
+    log = adapt(model, processor, samples, demo_data, spec, tmp_path, seed=0, save_dtype=torch.bfloat16)
+    assert log.attrs["optimizer_steps"] == 2 and (log["reward_std"] > 0).all()
+    assert log.attrs["weights_changed"] >= 0.90
+    # what a bf16 checkpoint keeps of a 2-step update at 5e-7: rounding flips only weights that sit
+    # within ~1e-6 of a bf16 rounding boundary, a small share
+    assert log.attrs["weights_changed_saved"] < 0.10
+
+
+def test_placeholder_tokens_are_forbidden_and_refused(tiny_model_dirs, tmp_path):
+    """Tiny tokenizers list the ChatML tokens first: Qwen2.5-VL's <|image_pad|> is id 5 and
+    <|video_pad|> 6; InternVL's <IMG_CONTEXT> is 5 (its config has no video token)."""
+    from ttrl_bench.adaptation.grpo import PlaceholderInRolloutError, grpo_config, refuse_placeholders
+    from ttrl_bench.models.families import placeholder_token_ids
+    from transformers import AutoConfig
+
+    assert placeholder_token_ids(AutoConfig.from_pretrained(tiny_model_dirs["qwen2_5_vl"])) == [5, 6]
+    assert placeholder_token_ids(AutoConfig.from_pretrained(tiny_model_dirs["internvl"])) == [5]
+    hp = {**resolve_method("ttrv")["hyperparameters"], "rollout_backend": "hf"}
+    assert grpo_config(tmp_path, hp, 0, [5, 6]).generation_kwargs == {"suppress_tokens": [5, 6]}
+    refuse_placeholders([[7, 8], [9]], {5, 6})
+    with pytest.raises(PlaceholderInRolloutError, match=r"rollout 1 .*\[6\]"):
+        refuse_placeholders([[7, 8], [9, 6, 2]], {5, 6})
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_vision_tower_is_found_per_family_and_frozen(family, tiny_model_dirs):
+    from ttrl_bench.adaptation.grpo import freeze_vision_tower
+
+    model, _ = load_model(str(tiny_model_dirs[family]))
+    freeze_vision_tower(model)
+    frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
+    prefix = {"qwen2_5_vl": "model.visual.", "internvl": "model.vision_tower."}[family]
+    assert frozen == {n for n, _ in model.named_parameters() if n.startswith(prefix)} and frozen
 
 
 def test_a_missing_local_model_is_named_before_any_download(tmp_path):

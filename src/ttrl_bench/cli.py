@@ -74,24 +74,30 @@ def _run_identity(args, train_dataset: str, target_dataset: str) -> dict:
 def cmd_adapt(args) -> None:
     from .adaptation.grpo import adapt
     from .evaluation.tasks import task_for
-    from .models.loading import load_model
+    from .models.loading import checkpoint_dtype, load_model
     from .runs.provenance import provenance
 
     method = json.loads(args.method_json)
     out = Path(args.out)
     samples = _adaptation_samples(Path(args.data), args.n_adapt, args.seed, args.sampling)
     log.info("adapting %s with %s on %d samples of %s", args.model_name, args.method, len(samples), args.dataset)
-    model, processor = load_model(args.model_source)
+    stored = checkpoint_dtype(args.model_source)
+    model, processor = load_model(args.model_source, dtype="fp32")  # master weights, whatever is stored
     start = time.perf_counter()
-    train_log = adapt(model, processor, samples, Path(args.data), method, out, args.seed, task=task_for(args.dataset))
+    train_log = adapt(model, processor, samples, Path(args.data), method, out, args.seed, task=task_for(args.dataset),
+                      save_dtype=stored)
     seconds = time.perf_counter() - start
-    model.save_pretrained(out / "model")
+    model.to(stored).save_pretrained(out / "model")  # the checkpoint's own dtype: what evaluation loads
     processor.save_pretrained(out / "model")
     train_log.to_parquet(out / "train_log.parquet", index=False)
     meta = {
         **_run_identity(args, args.dataset, args.dataset),
         "adapt_seconds": seconds,
         "adapt_sample_ids": list(samples["id"]),
+        "optimizer_steps": train_log.attrs["optimizer_steps"],
+        "weights_changed": train_log.attrs["weights_changed"],
+        "weights_changed_saved": train_log.attrs["weights_changed_saved"],
+        "saved_dtype": str(stored).removeprefix("torch."),
         **provenance({"method": method, "model_source": args.model_source, "n_adapt": args.n_adapt,
                       "sampling": args.sampling, "seed": args.seed}),
     }
@@ -157,7 +163,7 @@ def cmd_adapt_per_sample(args) -> None:
     method = json.loads(args.method_json)
     data_dir, adapt_out = Path(args.data), Path(args.adapt_out)
     samples, task = _evaluation_set(data_dir, args)
-    model, processor = load_model(args.model_source)
+    model, processor = load_model(args.model_source, dtype="fp32")  # master weights, whatever is stored
     log.info("per-sample %s on %d samples of %s", args.method, len(samples), args.dataset)
     outputs, train_log, seconds = adapt_each_sample(model, processor, samples, data_dir, method, adapt_out,
                                                     args.seed, args.max_new_tokens)

@@ -1,11 +1,16 @@
 """Test-time adaptation with TRL's GRPOTrainer: rollouts on unlabeled test prompts, a label-free
-group reward, GRPO updates. Methods are presets (presets.py) of this one trainer."""
+group reward, GRPO updates. Methods are presets (presets.py) of this one trainer.
+
+At paper scale (gpu-probe.md): trainable weights and AdamW state in fp32 with bf16 autocast on GPUs
+(the caller loads the model in fp32), one optimizer step = prompts_per_step x num_generations
+completions computed in micro-batches with gradient accumulation, rollouts generated in chunks of
+`generation_batch_size`, and the TTRL/TTRV split between the rollouts that vote (`n_votes`) and the
+ones trained on (`num_generations`)."""
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 from pathlib import Path
 
@@ -18,7 +23,10 @@ from trl import GRPOConfig, GRPOTrainer
 from ..evaluation.tasks import TASKS
 from ..generation.backend import choose_backend
 from ..rewards.registry import get_reward
+from ..models.families import parameter_count, placeholder_token_ids, vision_tower
 from ..rewards.voting import answer_entropy, majority_answer
+from .uncertainty import completion_entropies, normalise_uncertainty
+from .weights import WeightSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -34,54 +42,19 @@ def completion_text(completion) -> str:
     return completion
 
 
-@torch.no_grad()
-def completion_entropies(model, processor, prompt_text: str, image, completion_ids: list[list[int]]) -> list[float]:
-    """Mean token entropy (nats) of each completion of one prompt under the current policy: one
-    forward pass over prompt + completion (SPEC.md, DARE: "a forward pass of the policy")."""
-    from ..generation.hf import chat_prompt
-
-    encoded = processor(text=[chat_prompt(processor, prompt_text)], images=[image], return_tensors="pt")
-    prompt_ids = encoded["input_ids"][0]
-    n, p, longest = len(completion_ids), len(prompt_ids), max(1, max(map(len, completion_ids)))
-    input_ids = torch.full((n, p + longest), processor.tokenizer.pad_token_id, dtype=torch.long)
-    attention = torch.zeros_like(input_ids)
-    for i, ids in enumerate(completion_ids):
-        input_ids[i, :p] = prompt_ids
-        input_ids[i, p : p + len(ids)] = torch.as_tensor(ids, dtype=torch.long)
-        attention[i, : p + len(ids)] = 1
-    logits = model(
-        input_ids=input_ids.to(model.device),
-        attention_mask=attention.to(model.device),
-        pixel_values=encoded["pixel_values"].repeat(n, 1).to(model.device),
-        image_grid_thw=encoded["image_grid_thw"].repeat(n, 1).to(model.device),
-    ).logits[:, p - 1 : p - 1 + longest].float()
-    logp = logits.log_softmax(-1)
-    entropy = -(logp.exp() * logp).sum(-1)  # (n, longest)
-    return [float(entropy[i, : len(ids)].mean()) if len(ids) else 0.0 for i, ids in enumerate(completion_ids)]
-
-
-def normalise_uncertainty(entropies: list[float], vocab_size: int, how: str) -> list[float]:
-    """Entropies (nats) -> [0, 1], as DARE's bonus (1 - u) needs: "vocab" divides by log |V|
-    (the maximum entropy of one token), "minmax" rescales within the group."""
-    if how == "vocab":
-        return [min(1.0, h / math.log(vocab_size)) for h in entropies]
-    if how == "minmax":
-        lo, hi = min(entropies), max(entropies)
-        return [0.0 if hi == lo else (h - lo) / (hi - lo) for h in entropies]
-    raise ValueError(f"uncertainty normalisation must be 'vocab' or 'minmax', got {how!r}")
-
-
 class GroupReward:
     """Adapts a group reward (answers -> rewards) to TRL's reward-function signature.
 
     TRL calls it with the whole generation batch, prompts repeated `num_generations` times in a
     row. It cuts the batch into groups, refuses a group whose ids differ (a split group), parses
     each completion with the dataset's task, adds the task's format rewards (VR-TTRL), and records
-    per-step statistics for the training log. The hidden labels are read only for that log (TTRV
-    Figure 1 curves), never for the reward.
+    per-step statistics for the training log. Where the trainer voted on more rollouts than it trains
+    on, each row carries its group's `vote_texts` / `vote_ids` (the trained ones first): the reward
+    sees every vote and returns the trained completions' rewards. The hidden labels are read only for
+    the log (TTRV Figure 1 curves), never for the reward.
     """
 
-    def __init__(self, name: str, params: dict, num_generations: int, task=None):
+    def __init__(self, name: str, params: dict, num_generations: int, task=None, micro_batch: int = 8):
         params = dict(params)
         self.uncertainty_norm = params.pop("uncertainty", "vocab")
         self.reward = get_reward(name, **params)
@@ -89,42 +62,48 @@ class GroupReward:
         self.task = task or TASKS["recognition"]
         self.policy = None  # (model, processor), set by `adapt` for rewards that need uncertainty
         self.num_generations = num_generations
+        self.micro_batch = micro_batch
         self.records: list[dict] = []
         self._last_time = time.perf_counter()
         self.__name__ = name  # TRL names the logged reward column after the function
 
-    def _uncertainties(self, start: int, rows: list[dict], completion_ids) -> list[float]:
+    def _uncertainties(self, row: dict, ids: list[list[int]]) -> list[float]:
         model, processor = self.policy
-        ids = completion_ids[start : start + self.num_generations]
-        entropies = completion_entropies(model, processor, rows[start]["question"], rows[start]["image"], ids)
+        entropies = completion_entropies(model, processor, row["question"], row["image"], ids,
+                                         system=row.get("system"), micro_batch=self.micro_batch)
         return normalise_uncertainty(entropies, model.config.get_text_config().vocab_size, self.uncertainty_norm)
 
-    def __call__(self, prompts, completions, completion_ids=None, trainer_state=None, **columns) -> list[float]:
+    def __call__(self, prompts, completions, completion_ids=None, trainer_state=None, vote_texts=None,
+                 vote_ids=None, **columns) -> list[float]:
         n = self.num_generations
         if len(completions) % n:
             raise SplitGroupError(f"batch of {len(completions)} completions is not a multiple of N={n}")
         keys = [k for k in columns if k not in ("log_extra", "log_metric")]
         rows = [dict(zip(keys, values)) for values in zip(*(columns[k] for k in keys))]
         texts = [completion_text(c) for c in completions]
-        rewards, stats = [], []
+        rewards, stats, lengths = [], [], []
         for start in range(0, len(completions), n):
             group_ids = {r["id"] for r in rows[start : start + n]}
             if len(group_ids) != 1:
                 raise SplitGroupError(f"completions {start}..{start + n - 1} mix prompts {sorted(group_ids)}")
             row = rows[start]
-            parsed = [self.task.parse(t, row) for t in texts[start : start + n]]
-            extra = {"uncertainties": self._uncertainties(start, rows, completion_ids)} if self.needs_uncertainty else {}
-            group_rewards = [
-                r + f for r, f in zip(self.reward(parsed, **extra), self.task.format_rewards(texts[start : start + n]))
-            ]
+            votes = vote_texts[start] if vote_texts else texts[start : start + n]
+            ids = vote_ids[start] if vote_ids else (completion_ids or [[]] * len(completions))[start : start + n]
+            if votes[:n] != texts[start : start + n]:
+                raise SplitGroupError(f"completions {start}..{start + n - 1} are not the first {n} votes of their group")
+            parsed = [self.task.parse(t, row) for t in votes]
+            extra = {"uncertainties": self._uncertainties(row, ids)} if self.needs_uncertainty else {}
+            group_rewards = [r + f for r, f in zip(self.reward(parsed, **extra)[:n], self.task.format_rewards(votes[:n]))]
             rewards.extend(group_rewards)
+            lengths.extend(map(len, ids))
             stats.append(self._group_stats(parsed, group_rewards, self.task.gold(row)))
         now = time.perf_counter()
         record = {k: sum(s[k] for s in stats) / len(stats) for k in stats[0]}
         mean = sum(rewards) / len(rewards)
         record["reward_std"] = (sum((r - mean) ** 2 for r in rewards) / len(rewards)) ** 0.5
-        # VR-TTRL Figure 3 (reasoning length per step): mean completion length in tokens
-        record["completion_length"] = sum(map(len, completion_ids)) / len(completion_ids) if completion_ids else float("nan")
+        # VR-TTRL Figure 3 (reasoning length per step): mean completion length in tokens, over the votes
+        record["completion_length"] = sum(lengths) / len(lengths) if completion_ids else float("nan")
+        record["votes"] = len(parsed)
         record["step"] = trainer_state.global_step if trainer_state is not None else len(self.records)
         record["seconds"] = now - self._last_time
         self._last_time = now
@@ -132,11 +111,12 @@ class GroupReward:
         return rewards
 
     def _group_stats(self, parsed: list, group_rewards: list[float], gold) -> dict:
+        """Reward mean over the trained completions; answer statistics over every vote."""
         n = len(parsed)
         hashable = [json.dumps(p, sort_keys=True) if isinstance(p, list) else p for p in parsed]
         label = majority_answer(hashable)
         return {
-            "reward_mean": sum(group_rewards) / n,
+            "reward_mean": sum(group_rewards) / len(group_rewards),
             "answer_entropy": answer_entropy(hashable),
             "majority_fraction": sum(a == label for a in hashable) / n if label is not None else 0.0,
             "unparsable_fraction": sum(p is None for p in parsed) / n,
@@ -171,33 +151,125 @@ def adaptation_dataset(manifest: pd.DataFrame, image_root: Path) -> Dataset:
     return Dataset.from_dict(columns)
 
 
-def grpo_config(out_dir: Path, hp: dict, seed: int) -> GRPOConfig:
-    """GRPOConfig from a preset's hyper-parameters; one prompt's N rollouts per optimizer step
-    unless `prompts_per_step` says otherwise."""
+class PlaceholderInRolloutError(RuntimeError):
+    """A rollout sampled an image / video placeholder token: the training forward would count one
+    image token too many ("Image features and image tokens do not match", gpu-probe.md)."""
+
+
+class TestTimeGRPOTrainer(GRPOTrainer):
+    """TRL's GRPOTrainer with the rollout split of TTRL's and TTRV's code: `n_votes` rollouts per
+    prompt vote on the pseudo-label, the first `num_generations` of them are trained on (TTRV
+    authors' logs: 32 / 16; TTRL and ECHO Appendix A.3: 64 / 32). The extra rollouts come from the
+    same `_generate` call (either backend), and reach the reward as `vote_texts` / `vote_ids`.
+    Rollouts never contain placeholder tokens: forbidden at sampling, and refused if one slips by."""
+
+    def __init__(self, *args, n_votes: int, forbidden_token_ids: list[int], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.n_votes = n_votes
+        self.forbidden_token_ids = set(forbidden_token_ids)
+
+    def _generate(self, prompts: list):
+        trained = self.num_generations
+        if not self.model.training or self.n_votes == trained:
+            out = super()._generate(prompts)
+            refuse_placeholders(out[1], self.forbidden_token_ids)
+            return out
+        starts = range(0, len(prompts), trained)
+        expanded = [prompts[s] for s in starts for _ in range(self.n_votes)]
+        self.num_generations = self.n_votes  # TRL's backends group identical prompts by this count
+        try:
+            prompt_ids, completion_ids, tool_mask, completions, logprobs, extra, images, tool_images = (
+                super()._generate(expanded))
+        finally:
+            self.num_generations = trained
+        refuse_placeholders(completion_ids, self.forbidden_token_ids)
+        keep = [k * self.n_votes + j for k in range(len(starts)) for j in range(trained)]
+
+        def pick(values):
+            return None if values is None else [values[i] for i in keep]
+
+        def per_group(values):
+            return [values[k * self.n_votes : (k + 1) * self.n_votes] for k in range(len(starts)) for _ in range(trained)]
+
+        extra = {key: pick(v) if isinstance(v, list) and len(v) == len(expanded) else v for key, v in extra.items()}
+        extra["vote_texts"] = per_group([completion_text(c) for c in completions])
+        extra["vote_ids"] = per_group([list(ids) for ids in completion_ids])
+        return (pick(prompt_ids), pick(completion_ids), pick(tool_mask), pick(completions), pick(logprobs), extra,
+                pick(images), pick(tool_images) if tool_images else tool_images)
+
+
+def refuse_placeholders(completion_ids, forbidden: set[int]) -> None:
+    for i, ids in enumerate(completion_ids):
+        found = forbidden.intersection(ids)
+        if found:
+            raise PlaceholderInRolloutError(
+                f"rollout {i} contains placeholder token id(s) {sorted(found)} although they are forbidden at "
+                "sampling; the training forward would mismatch image features and tokens"
+            )
+
+
+def batch_layout(hp: dict, num_processes: int = 1) -> dict:
+    """GRPOConfig's batch fields from the preset. One optimizer step covers prompts_per_step x
+    num_generations completions (TTRV authors' logs: 4 x 16); forward/backward runs on
+    `micro_batch_size` of them at a time with gradient accumulation; rollouts are generated
+    `generation_batch_size` at a time (default: one prompt's group per process, since HF generate
+    holds the whole generation batch at once, gpu-probe.md)."""
     n = hp["num_generations"]
+    per_step = n * hp.get("prompts_per_step", 1)
+    micro = hp.get("micro_batch_size") or n
+    generation = hp.get("generation_batch_size") or n * num_processes
+    key = "adaptation.hyperparameters.<task>"
+    if per_step % (micro * num_processes):
+        raise ValueError(f"{key}: prompts_per_step x num_generations = {per_step} completions per step is not a "
+                         f"multiple of micro_batch_size {micro} x {num_processes} process(es)")
+    if generation % n or generation % (micro * num_processes) or per_step % generation and generation % per_step:
+        raise ValueError(f"{key}.generation_batch_size = {generation} must be a multiple of num_generations {n} and of "
+                         f"micro_batch_size {micro} x {num_processes} process(es), and divide or be divided by the "
+                         f"{per_step} completions of one step")
+    return {"per_device_train_batch_size": micro,
+            "gradient_accumulation_steps": per_step // (micro * num_processes),
+            "generation_batch_size": generation}
+
+
+def forbidden_token_kwargs(backend: str, token_ids: list[int]) -> dict:
+    """Sampling arguments that keep placeholder tokens out of rollouts. transformers' generate:
+    `suppress_tokens` (TRL itself suppresses only the image token, not the video one)."""
+    if backend == "hf":
+        return {"suppress_tokens": token_ids}
+    return {}  # vLLM: see generation/vllm_settings.py
+
+
+def grpo_config(out_dir: Path, hp: dict, seed: int, forbidden_ids: list[int] = (), num_processes: int = 1) -> GRPOConfig:
+    """GRPOConfig from a preset's hyper-parameters."""
     backend = rollout_backend(hp.get("rollout_backend", "auto"))
+    on_gpu = torch.cuda.is_available()
     return GRPOConfig(
         output_dir=str(out_dir / "trainer"),
-        per_device_train_batch_size=n * hp.get("prompts_per_step", 1),
-        num_generations=n,
+        **batch_layout(hp, num_processes),
+        num_generations=hp["num_generations"],
         max_completion_length=hp["max_completion_length"],
         temperature=hp["temperature"],
         learning_rate=hp["learning_rate"],
-        lr_scheduler_type="cosine",
+        lr_scheduler_type=hp.get("lr_scheduler", "cosine"),
+        warmup_steps=hp.get("warmup_ratio", 0.0),  # a float in [0, 1) is a ratio of the total steps
         weight_decay=hp.get("weight_decay", 0.0),
         max_grad_norm=hp.get("max_grad_norm", 1.0),
         num_train_epochs=hp["epochs"],
         num_iterations=hp.get("updates_per_generation", 1),
         beta=hp.get("kl_beta", 0.0),
         scale_rewards=hp.get("scale_rewards", "group"),
+        gradient_checkpointing=hp.get("gradient_checkpointing", True),
+        generation_kwargs=forbidden_token_kwargs(backend, list(forbidden_ids)) or None,
         use_vllm=backend == "vllm",
         vllm_mode="colocate",
+        # the frozen KL reference is only run forward: bf16 on GPUs halves its memory
+        model_init_kwargs={"dtype": torch.bfloat16} if on_gpu else None,
         logging_steps=1,
         save_strategy="no",
         report_to="none",
         remove_unused_columns=False,
-        use_cpu=not torch.cuda.is_available(),
-        bf16=torch.cuda.is_available(),
+        use_cpu=not on_gpu,
+        bf16=on_gpu,
         seed=seed,
         disable_tqdm=False,
     )
@@ -210,34 +282,68 @@ def rollout_backend(choice: str) -> str:
 
 def freeze_vision_tower(model) -> None:
     """VR-TTRL Appendix A: the vision encoder is frozen during adaptation."""
-    for param in model.model.visual.parameters():
-        param.requires_grad_(False)
+    vision_tower(model).requires_grad_(False)
+
+
+def out_of_memory_message(model, hp: dict, err: Exception) -> str:
+    free, total = torch.cuda.mem_get_info() if torch.cuda.is_available() else (0, 0)
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "this device"
+    return (
+        f"out of GPU memory adapting a {parameter_count(model) / 1e9:.2f}B-parameter model on {device} "
+        f"({total / 2**30:.0f} GiB): {err}\nLower adaptation.hyperparameters.<task>.micro_batch_size (now "
+        f"{hp.get('micro_batch_size') or hp['num_generations']}) or generation_batch_size (now "
+        f"{hp.get('generation_batch_size') or hp['num_generations']}), keep gradient_checkpointing on, shorten "
+        "max_completion_length, or give the job more GPUs (models.<name>.gpus)."
+    )
+
+
+def fit_to_samples(hp: dict, n_samples: int) -> dict:
+    """With fewer adaptation samples than prompts per step (TTRV Table 6: one sample), a step holds
+    them all: the preset's batch cannot be filled from the data."""
+    if n_samples >= hp.get("prompts_per_step", 1):
+        return hp
+    log.warning("%d adaptation samples < prompts_per_step %d: %d prompt(s) per step", n_samples,
+                hp["prompts_per_step"], n_samples)
+    return {**hp, "prompts_per_step": n_samples}
 
 
 def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: dict, out_dir: Path, seed: int,
-          task=None) -> pd.DataFrame:
-    """Run GRPO on `manifest`'s prompts with `method`'s reward; returns the per-step log."""
-    hp = method["hyperparameters"]
-    if len(manifest) < hp.get("prompts_per_step", 1):
-        raise ValueError(
-            f"{len(manifest)} adaptation samples cannot fill one step of prompts_per_step="
-            f"{hp['prompts_per_step']}: lower adaptation.hyperparameters.<task>.prompts_per_step or raise "
-            "adaptation.n_samples"
-        )
+          task=None, save_dtype: torch.dtype | None = None, before: WeightSnapshot | None = None) -> pd.DataFrame:
+    """Run GRPO on `manifest`'s prompts with `method`'s reward; returns the per-generation-round log,
+    with attrs `optimizer_steps` and the share of trainable weights the adaptation changed
+    (`weights_changed`, and `weights_changed_saved` after casting to `save_dtype`), measured against
+    `before` (default: a snapshot taken here)."""
+    hp = fit_to_samples(method["hyperparameters"], len(manifest))
+    n_votes = hp.get("n_votes") or hp["num_generations"]
+    if n_votes < hp["num_generations"]:
+        raise ValueError(f"adaptation.hyperparameters.<task>.n_votes = {n_votes} is smaller than num_generations = "
+                         f"{hp['num_generations']}: the trained rollouts are the first of the votes")
     if hp.get("freeze_vision"):
         freeze_vision_tower(model)
-    reward = GroupReward(method["reward"], method.get("reward_params", {}), hp["num_generations"], task)
-    trainer = GRPOTrainer(
+    micro = hp.get("micro_batch_size") or hp["num_generations"]
+    reward = GroupReward(method["reward"], method.get("reward_params", {}), hp["num_generations"], task, micro)
+    forbidden = placeholder_token_ids(model.config)
+    trainer = TestTimeGRPOTrainer(
         model=model,
         reward_funcs=[reward],
-        args=grpo_config(out_dir, hp, seed),
+        args=grpo_config(out_dir, hp, seed, forbidden),
         train_dataset=adaptation_dataset(manifest, image_root),
         processing_class=processor,
         callbacks=[ProgressLog()],
+        n_votes=n_votes,
+        forbidden_token_ids=forbidden,
     )
     reward.policy = (model, processor)
-    trainer.train()
+    before = before or WeightSnapshot(model)
+    try:
+        trainer.train()
+    except torch.OutOfMemoryError as err:
+        raise MemoryError(out_of_memory_message(model, hp, err)) from err
     model.eval()  # the trainer leaves train mode on; predictions right after adapting need eval mode
     records = pd.DataFrame(reward.records)  # one row per generation round
     records.attrs["optimizer_steps"] = trainer.state.global_step
+    records.attrs["weights_changed"] = before.changed_fraction(model)
+    records.attrs["weights_changed_saved"] = before.changed_fraction(model, save_dtype) if save_dtype else None
+    log.info("%d optimizer steps changed %.2f%% of the trainable weights", trainer.state.global_step,
+             100 * records.attrs["weights_changed"])
     return records

@@ -1,7 +1,8 @@
 """VR-TTRL's single-sample protocol (papers/vr-ttrl.txt Section 3, Appendix A): for every test
 sample independently, start from the base weights, run E rounds of (generate N, reward, update),
-predict greedily, restore the base weights. Weights are restored from a copy in memory, never
-reloaded from disk. The vote-only baseline runs the same rollouts and consensus with no update
+predict greedily, restore the base weights. Weights are restored from a copy in host memory
+(pinned where CUDA is present, so the GPU holds only the model, its gradients and optimizer state),
+never reloaded from disk. The vote-only baseline runs the same rollouts and consensus with no update
 and answers with the pseudo-label."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..evaluation.tasks import GroundingTask
 from ..generation.hf import generate_greedy, generate_samples
 from ..rewards import grounding
 from .grpo import adapt
+from .weights import WeightSnapshot
 
 
 def _predict_greedy(model, processor, row: dict, image, max_new_tokens: int) -> str:
@@ -37,17 +39,18 @@ def _vote(model, processor, row: dict, image, hp: dict, thresholds: str, seed: i
 def adapt_each_sample(model, processor, samples: pd.DataFrame, image_root: Path, method: dict, out_dir: Path,
                       seed: int, max_new_tokens: int) -> tuple[list[str], pd.DataFrame, list[float]]:
     """(raw outputs, training log with a `sample` column, seconds per sample)."""
-    base_weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    base_weights = WeightSnapshot(model)
     outputs, logs, seconds = [], [], []
     for index, row in enumerate(tqdm(samples.to_dict("records"), desc="per-sample adaptation", unit="sample")):
         start = time.perf_counter()
         image = Image.open(image_root / row["image"]).convert("RGB")
         if method["hyperparameters"].get("updates", True):
             train_log = adapt(model, processor, samples.iloc[[index]], image_root, method, out_dir, seed,
-                              task=GroundingTask())
-            logs.append(train_log.assign(sample=row["id"], sample_updates=train_log.attrs["optimizer_steps"]))
+                              task=GroundingTask(), before=base_weights)
+            logs.append(train_log.assign(sample=row["id"], sample_updates=train_log.attrs["optimizer_steps"],
+                                         weights_changed=train_log.attrs["weights_changed"]))
             outputs.append(_predict_greedy(model, processor, row, image, max_new_tokens))
-            model.load_state_dict(base_weights)  # back to the base model for the next sample
+            base_weights.restore(model)  # back to the base model for the next sample
         else:
             thresholds = method["reward_params"].get("thresholds", "base")
             outputs.append(_vote(model, processor, row, image, method["hyperparameters"], thresholds, seed + index))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForImageTextToText, AutoProcessor
+from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
 
 
 def resolve_model_source(source: str) -> str:
@@ -23,8 +23,17 @@ def resolve_model_source(source: str) -> str:
     return source
 
 
+def checkpoint_dtype(source: str) -> torch.dtype:
+    """The dtype the checkpoint's weights are stored in (config.json), float32 when unstated."""
+    dtype = AutoConfig.from_pretrained(resolve_model_source(source)).dtype
+    return getattr(torch, dtype) if isinstance(dtype, str) else (dtype or torch.float32)
+
+
 def load_model(source: str, device: str | None = None, dtype: str = "auto"):
-    """(model, processor) through AutoProcessor / AutoModelForImageTextToText."""
+    """(model, processor) through AutoProcessor / AutoModelForImageTextToText. `dtype="fp32"` is the
+    adaptation's choice whatever the checkpoint stores: trainable weights and AdamW state in fp32
+    (master weights), compute in bf16 autocast on GPUs (TRL's `bf16=True`); a bf16 update at the
+    papers' lr 5e-7 rounds to nothing (gpu-probe.md: 0.26% of the weights changed)."""
     path = resolve_model_source(source)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     torch_dtype = {"auto": "auto", "bf16": torch.bfloat16, "fp32": torch.float32}[dtype]

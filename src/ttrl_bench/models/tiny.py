@@ -1,10 +1,10 @@
-"""The offline demo model: a tiny VLM of the Qwen2.5-VL architecture.
+"""The offline demo model: a tiny VLM of a paper family (Qwen2.5-VL by default, or InternVL).
 
 Nothing can be downloaded here, so the embedded default builds its own model: a byte-level BPE
-tokenizer trained with `tokenizers` on the demo prompts, a Qwen2.5-VL config a few hundred
-thousand parameters large, random weights, then a short supervised warm start on the demo
-training split. The result is saved with `save_pretrained` and loaded afterwards through the
-same `AutoProcessor` / `AutoModelForImageTextToText` path as a Hub id (see `loading.py`).
+tokenizer trained with `tokenizers` on the demo prompts, the family's config a few hundred
+thousand parameters large (`families.py`), random weights, then a short supervised warm start on
+the demo training split. The result is saved with `save_pretrained` and loaded afterwards through
+the same `AutoProcessor` / `AutoModelForImageTextToText` path as a Hub id (see `loading.py`).
 """
 
 from __future__ import annotations
@@ -17,53 +17,27 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from tqdm import tqdm
-from transformers import (
-    PreTrainedTokenizerFast,
-    Qwen2_5_VLConfig,
-    Qwen2_5_VLForConditionalGeneration,
-    Qwen2_5_VLProcessor,
-    Qwen2VLImageProcessor,
-    Qwen2VLVideoProcessor,
-)
+from transformers import PreTrainedTokenizerFast
+
+from .families import chat_template, family as get_family
 
 log = logging.getLogger(__name__)
 
-# The special tokens of the real Qwen2.5-VL tokenizer that the processor and chat template use.
-SPECIAL_TOKENS = [
-    "<|endoftext|>",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<|vision_start|>",
-    "<|vision_end|>",
-    "<|image_pad|>",
-    "<|video_pad|>",
-]
-
-# Qwen2-VL's chat template, without the default system prompt and video branch: the demo prompts
-# carry no system turn, and a shorter prompt keeps CPU rollouts fast.
-CHAT_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{% if message['content'] is string %}{{ message['content'] }}"
-    "{% else %}{% for part in message['content'] %}"
-    "{% if part['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
-    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
-    "{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-
-# Demo image sizes: digits are 56 px (4 patches of 14 px a side, merged 2x2 -> 4 image tokens),
-# scenes 112 px (16 tokens); the processor keeps both as they are.
-DEMO_MIN_PIXELS, DEMO_MAX_PIXELS = 56 * 56, 112 * 112
+# InternVL tiles: 56 px (4x4 patches of 14 px, pixel shuffle 0.5 -> 4 tokens a tile). Digits are one
+# tile, the 112 px scenes 2x2 tiles + a thumbnail.
+TILE_PX = 56
 
 
-def train_tokenizer(corpus: list[str], vocab_size: int = 600) -> PreTrainedTokenizerFast:
-    """Byte-level BPE trained on `corpus`: every string stays encodable, frequent words are 1 token."""
+def train_tokenizer(corpus: list[str], family: str = "qwen2_5_vl", vocab_size: int = 600) -> PreTrainedTokenizerFast:
+    """Byte-level BPE trained on `corpus`: every string stays encodable, frequent words are 1 token.
+    The family's special tokens (and named ones as attributes, as its processor expects) come first."""
+    spec = get_family(family)
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
+        special_tokens=list(spec.special_tokens),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
@@ -72,58 +46,22 @@ def train_tokenizer(corpus: list[str], vocab_size: int = 600) -> PreTrainedToken
         tokenizer_object=tok,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
-        chat_template=CHAT_TEMPLATE,
+        chat_template=chat_template(spec.image_part),
         padding_side="left",
+        extra_special_tokens=dict(spec.named_tokens),
     )
 
 
-def build_processor(tokenizer: PreTrainedTokenizerFast) -> Qwen2_5_VLProcessor:
-    size = {"shortest_edge": DEMO_MIN_PIXELS, "longest_edge": DEMO_MAX_PIXELS}
-    return Qwen2_5_VLProcessor(
-        image_processor=Qwen2VLImageProcessor(size=size),
-        video_processor=Qwen2VLVideoProcessor(size=size),
-        tokenizer=tokenizer,
-        chat_template=CHAT_TEMPLATE,
-    )
-
-
-def tiny_config(tokenizer: PreTrainedTokenizerFast, hidden: int = 64, text_layers: int = 2) -> Qwen2_5_VLConfig:
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
-    heads = 4
-    half_head_dim = hidden // heads // 2
-    # mrope splits the rotary half-dimension into (temporal, height, width) sections.
-    mrope = [half_head_dim - 2 * (half_head_dim // 3), half_head_dim // 3, half_head_dim // 3]
-    return Qwen2_5_VLConfig(
-        text_config={
-            "vocab_size": len(tokenizer),
-            "hidden_size": hidden,
-            "intermediate_size": 2 * hidden,
-            "num_hidden_layers": text_layers,
-            "num_attention_heads": heads,
-            "num_key_value_heads": 2,
-            "max_position_embeddings": 1024,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope},
-            "bos_token_id": ids["<|endoftext|>"],
-            "eos_token_id": ids["<|im_end|>"],
-            "pad_token_id": ids["<|endoftext|>"],
-        },
-        vision_config={
-            "depth": 2,
-            "hidden_size": hidden,
-            "intermediate_size": 2 * hidden,
-            "num_heads": heads,
-            "out_hidden_size": hidden,
-            "patch_size": 14,
-            "spatial_merge_size": 2,
-            "window_size": 56,
-            "fullatt_block_indexes": [1],
-        },
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-        tie_word_embeddings=True,
-    )
+def build_tiny(tokenizer: PreTrainedTokenizerFast, family: str = "qwen2_5_vl", hidden: int = 64, text_layers: int = 2):
+    """(random-weight model, processor) of `family`, sized by `hidden` and `text_layers`."""
+    spec = get_family(family)
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in spec.special_tokens}
+    config = spec.config(ids, len(tokenizer), hidden, text_layers, TILE_PX)
+    processor = spec.processor(tokenizer, chat_template(spec.image_part), TILE_PX)
+    model = spec.model_class(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model, processor
 
 
 def warm_start_target(row: dict) -> str:
@@ -148,7 +86,7 @@ def _supervised_batch(processor, rows: list[dict], images) -> dict:
     from ..generation.hf import chat_prompt
 
     prompts = [chat_prompt(processor, r["prompt"], r.get("system")) for r in rows]
-    texts = [p + warm_start_target(r) + "<|im_end|>" for p, r in zip(prompts, rows)]
+    texts = [p + warm_start_target(r) + processor.tokenizer.eos_token for p, r in zip(prompts, rows)]
     processor.tokenizer.padding_side = "right"
     batch = processor(text=texts, images=images, return_tensors="pt", padding=True)
     processor.tokenizer.padding_side = "left"
@@ -201,24 +139,22 @@ def build_demo_model(
     steps: int,
     lr: float = 3e-3,
     seed: int = 0,
+    family: str = "qwen2_5_vl",
 ) -> dict:
     """Build, warm-start and save the demo model; returns a summary written to `build_info.json`."""
     torch.manual_seed(seed)
     corpus = [r["prompt"] for r in train_rows] + [warm_start_target(r) for r in train_rows]
     corpus += sorted({r["system"] for r in train_rows if isinstance(r.get("system"), str)})
-    tokenizer = train_tokenizer(corpus)
-    processor = build_processor(tokenizer)
-    model = Qwen2_5_VLForConditionalGeneration(tiny_config(tokenizer))
+    model, processor = build_tiny(train_tokenizer(corpus, family), family)
     losses = warm_start(model, processor, train_rows, load_image, steps, lr, seed)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
     processor.save_pretrained(out_dir)
     info = {
-        "architecture": "Qwen2_5_VLForConditionalGeneration",
+        "architecture": type(model).__name__,
+        "family": family,
         "parameters": sum(p.numel() for p in model.parameters()),
-        "vocab_size": len(tokenizer),
+        "vocab_size": len(processor.tokenizer),
         "warm_start_steps": steps,
         "warm_start_first_loss": losses[0] if losses else None,
         "warm_start_last_loss": sum(losses[-10:]) / max(1, len(losses[-10:])),

@@ -1,0 +1,180 @@
+"""What differs between VLM families, in one place (DESIGN.md "Model families").
+
+Adaptation and rewards never test a family's name. What they need from a model is answered here:
+- the vision tower to freeze: transformers' own `get_encoder(modality="image")` lookup;
+- the placeholder tokens a rollout must never contain (image / video context tokens: a sampled one
+  makes the training forward count one image token too many, gpu-probe.md), read from the config;
+- for the offline tiny models: each family's special tokens, chat template, config and processor
+  (`FAMILIES`, used by `tiny.py`). Real checkpoints bring their own processor and template.
+
+Families of the paper configs: Qwen2.5-VL (VR-TTRL, VisionReasoner, ECHO) and InternVL in
+transformers' native "-hf" format (TTRV: InternVL3-2B/8B, InternVL2.5-4B after conversion).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from transformers import (
+    GotOcr2ImageProcessor,
+    InternVLConfig,
+    InternVLForConditionalGeneration,
+    InternVLProcessor,
+    InternVLVideoProcessor,
+    Qwen2_5_VLConfig,
+    Qwen2_5_VLForConditionalGeneration,
+    Qwen2_5_VLProcessor,
+    Qwen2VLImageProcessor,
+    Qwen2VLVideoProcessor,
+)
+
+# Config fields that name a token standing in for image or video features.
+PLACEHOLDER_FIELDS = ("image_token_id", "video_token_id", "image_token_index", "video_token_index")
+
+
+def vision_tower(model):
+    """The vision encoder (VR-TTRL Appendix A freezes it). transformers looks it up under the names
+    its VLMs use (`visual` for Qwen2.5-VL, `vision_tower` for InternVL, ...)."""
+    tower = model.get_encoder(modality="image")
+    if tower is model or tower is getattr(model, "model", None):
+        raise ValueError(
+            f"{type(model).__name__}: no vision encoder found by transformers' get_encoder(modality='image'); "
+            "set adaptation.hyperparameters.<task>.freeze_vision: false or add the family to models/families.py"
+        )
+    return tower
+
+
+def placeholder_token_ids(config) -> list[int]:
+    """Ids of the image / video placeholder tokens of a model's config (top level or text config)."""
+    ids = {getattr(c, f, None) for c in (config, config.get_text_config()) for f in PLACEHOLDER_FIELDS}
+    return sorted(i for i in ids if isinstance(i, int) and i >= 0)
+
+
+def parameter_count(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+@dataclass(frozen=True)
+class Family:
+    """How to build a tiny offline model of one family: special tokens (named ones become tokenizer
+    attributes, as the family's processor expects), the chat template's image part, config, processor."""
+
+    special_tokens: tuple[str, ...]
+    named_tokens: dict[str, str]
+    image_part: str
+    model_class: type
+    config: Callable  # (ids: token -> id, vocab_size, hidden, text_layers, tile_px) -> config
+    processor: Callable  # (tokenizer, chat_template, tile_px) -> processor
+
+
+def chat_template(image_part: str) -> str:
+    """The family's ChatML template without a default system prompt or video branch: the demo prompts
+    carry no system turn, and a shorter prompt keeps CPU rollouts fast."""
+    return (
+        "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+        "{% if message['content'] is string %}{{ message['content'] }}"
+        "{% else %}{% for part in message['content'] %}"
+        "{% if part['type'] == 'image' %}" + image_part + "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+        "{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+
+
+def _text_config(ids: dict, vocab_size: int, hidden: int, layers: int, **extra) -> dict:
+    return {
+        "vocab_size": vocab_size,
+        "hidden_size": hidden,
+        "intermediate_size": 2 * hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 1024,
+        "bos_token_id": ids["<|endoftext|>"],
+        "eos_token_id": ids["<|im_end|>"],
+        "pad_token_id": ids["<|endoftext|>"],
+        **extra,
+    }
+
+
+def _qwen_config(ids, vocab_size, hidden, layers, tile_px):
+    half_head_dim = hidden // 4 // 2
+    # mrope splits the rotary half-dimension into (temporal, height, width) sections.
+    mrope = [half_head_dim - 2 * (half_head_dim // 3), half_head_dim // 3, half_head_dim // 3]
+    rope = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope}
+    return Qwen2_5_VLConfig(
+        text_config=_text_config(ids, vocab_size, hidden, layers, rope_parameters=rope),
+        vision_config={
+            "depth": 2, "hidden_size": hidden, "intermediate_size": 2 * hidden, "num_heads": 4,
+            "out_hidden_size": hidden, "patch_size": 14, "spatial_merge_size": 2, "window_size": 56,
+            "fullatt_block_indexes": [1],
+        },
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=True,
+    )
+
+
+def _qwen_processor(tokenizer, template, tile_px):
+    # Digits (56 px) stay 4x4 patches of 14 px, merged 2x2 -> 4 image tokens; scenes (112 px) 16.
+    size = {"shortest_edge": 56 * 56, "longest_edge": 112 * 112}
+    return Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(size=size),
+                               video_processor=Qwen2VLVideoProcessor(size=size),
+                               tokenizer=tokenizer, chat_template=template)
+
+
+def _internvl_config(ids, vocab_size, hidden, layers, tile_px):
+    # InternViT on tiles of `tile_px` (448 in the real models), patch 14, pixel shuffle 0.5:
+    # (tile_px / 14 / 2)^2 image tokens per tile (256 for 448 px).
+    return InternVLConfig(
+        vision_config={"hidden_size": hidden // 2, "num_hidden_layers": 1, "num_attention_heads": 2,
+                       "intermediate_size": hidden, "image_size": tile_px, "patch_size": 14},
+        text_config=_text_config(ids, vocab_size, hidden, layers, model_type="qwen2"),
+        image_token_id=ids["<IMG_CONTEXT>"],
+        image_seq_length=(tile_px // 28) ** 2,
+        downsample_ratio=0.5,
+        tie_word_embeddings=True,
+    )
+
+
+def _internvl_processor(tokenizer, template, tile_px):
+    # GotOcr2 tiling as in the real InternVL processors (crop_to_patches, thumbnail), 4 tiles at most.
+    image_processor = GotOcr2ImageProcessor(size={"height": tile_px, "width": tile_px}, crop_to_patches=True,
+                                            min_patches=1, max_patches=4)
+    return InternVLProcessor(image_processor=image_processor, tokenizer=tokenizer,
+                             video_processor=InternVLVideoProcessor(), image_seq_length=(tile_px // 28) ** 2,
+                             chat_template=template)
+
+
+CHATML = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+
+FAMILIES: dict[str, Family] = {
+    # Qwen2.5-VL: <|vision_start|><|image_pad|><|vision_end|> per image; the processor expands the pad.
+    "qwen2_5_vl": Family(
+        special_tokens=CHATML + ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"),
+        named_tokens={},
+        image_part="<|vision_start|><|image_pad|><|vision_end|>",
+        model_class=Qwen2_5_VLForConditionalGeneration,
+        config=_qwen_config,
+        processor=_qwen_processor,
+    ),
+    # InternVL (-hf): the template emits "<IMG_CONTEXT>\n"; the processor expands it to
+    # <img> + image_seq_length x tiles <IMG_CONTEXT> + </img>, reading the tokens' names from the tokenizer.
+    "internvl": Family(
+        special_tokens=CHATML + ("<img>", "</img>", "<IMG_CONTEXT>", "<video>"),
+        named_tokens={"start_image_token": "<img>", "end_image_token": "</img>",
+                      "context_image_token": "<IMG_CONTEXT>", "video_token": "<video>"},
+        image_part="<IMG_CONTEXT>\n",
+        model_class=InternVLForConditionalGeneration,
+        config=_internvl_config,
+        processor=_internvl_processor,
+    ),
+}
+
+
+def family(name: str) -> Family:
+    if name not in FAMILIES:
+        raise KeyError(f"unknown model family {name!r} (config key demo_model.family); known: {', '.join(FAMILIES)}")
+    return FAMILIES[name]
