@@ -26,6 +26,7 @@ def check_names(key, names, known):
 
 
 MODELS = config["models"]
+BUILD_FAMILY = {"tiny-qwen2.5-vl": "qwen2_5_vl", "tiny-internvl": "internvl"}  # models.<name>.build
 SEEDS = config["seeds"]
 N_ADAPT = config["adaptation"]["n_samples"]
 SAMPLING = config["adaptation"]["sampling"]
@@ -233,3 +234,7 @@ def get_paper_model_names():
 # Every rule runs the package from this checkout, so the same command works in the venv of the
 # README and in `--sdm conda` environments (envs/*.yaml), which install the dependencies only.
 TTRL_BENCH = f"PYTHONPATH={workflow.basedir}/src${{PYTHONPATH:+:$PYTHONPATH}} python -m ttrl_bench.cli"
+
+
+def get_build_family(wildcards):
+    return BUILD_FAMILY[MODELS[wildcards.model]["build"]]

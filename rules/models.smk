@@ -7,6 +7,7 @@ rule build_demo_model:
         cli=TTRL_BENCH,
         data=expand("results/data/{dataset}", dataset=DEMO_DATASETS),
         steps=config["demo_model"]["warm_start_steps"],
+        family=get_build_family,
         seed=SEEDS[0],
     log:
         "logs/build_demo_model/{model}.log",
@@ -17,4 +18,4 @@ rule build_demo_model:
         "../envs/cpu.yaml"
     shell:
         "OMP_NUM_THREADS={threads} {params.cli} build-demo-model --data {params.data}"
-        " --out {output} --steps {params.steps} --seed {params.seed} > {log} 2>&1"
+        " --out {output} --steps {params.steps} --seed {params.seed} --family {params.family} > {log} 2>&1"

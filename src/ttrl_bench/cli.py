@@ -46,7 +46,8 @@ def cmd_build_demo_model(args) -> None:
         for row in load_manifest(Path(data_dir), "train").to_dict("records")
     ]
     info = build_demo_model(
-        Path(args.out), rows, lambda r: Image.open(r["data_dir"] / r["image"]).convert("RGB"), args.steps, seed=args.seed
+        Path(args.out), rows, lambda r: Image.open(r["data_dir"] / r["image"]).convert("RGB"), args.steps, seed=args.seed,
+        family=args.family,
     )
     log.info("built demo model: %s", info)
 
@@ -312,11 +313,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help='config data.sources.<name> as JSON, e.g. {"path": "/data/mme"} (default: the Hub)')
     p.set_defaults(func=cmd_prepare_data)
 
-    p = sub.add_parser("build-demo-model", help="the embedded default's tiny Qwen2.5-VL, built offline")
+    p = sub.add_parser("build-demo-model", help="the embedded default's tiny VLM (Qwen2.5-VL or InternVL), built offline")
     p.add_argument("--data", required=True, nargs="+", help="prepared demo dataset directories (train splits)")
     p.add_argument("--out", required=True)
     p.add_argument("--steps", type=int, default=150, help="supervised warm-start steps per task")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--family", default="qwen2_5_vl", choices=["qwen2_5_vl", "internvl"])
     p.set_defaults(func=cmd_build_demo_model)
 
     def run_args(p, dataset_flag: str) -> None:

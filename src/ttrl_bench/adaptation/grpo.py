@@ -23,7 +23,7 @@ from trl import GRPOConfig, GRPOTrainer
 from ..evaluation.tasks import TASKS
 from ..generation.backend import choose_backend
 from ..rewards.registry import get_reward
-from ..models.families import parameter_count, placeholder_token_ids, vision_tower
+from ..models.families import parameter_count, unsampleable_token_ids, vision_tower
 from ..rewards.voting import answer_entropy, majority_answer
 from .uncertainty import completion_entropies, normalise_uncertainty
 from .weights import WeightSnapshot
@@ -203,7 +203,8 @@ def refuse_placeholders(completion_ids, forbidden: set[int]) -> None:
         found = forbidden.intersection(ids)
         if found:
             raise PlaceholderInRolloutError(
-                f"rollout {i} contains placeholder token id(s) {sorted(found)} although they are forbidden at "
+                f"rollout {i} contains forbidden token id(s) {sorted(found)} (image / video placeholders or ids past the "
+                "tokenizer) although they are forbidden at "
                 "sampling; the training forward would mismatch image features and tokens"
             )
 
@@ -322,7 +323,7 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
         freeze_vision_tower(model)
     micro = hp.get("micro_batch_size") or hp["num_generations"]
     reward = GroupReward(method["reward"], method.get("reward_params", {}), hp["num_generations"], task, micro)
-    forbidden = placeholder_token_ids(model.config)
+    forbidden = unsampleable_token_ids(model.config, processor.tokenizer)
     trainer = TestTimeGRPOTrainer(
         model=model,
         reward_funcs=[reward],

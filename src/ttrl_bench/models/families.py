@@ -51,6 +51,12 @@ def placeholder_token_ids(config) -> list[int]:
     return sorted(i for i in ids if isinstance(i, int) and i >= 0)
 
 
+def unsampleable_token_ids(config, tokenizer) -> list[int]:
+    """Token ids a rollout must never contain: the placeholders, and the embedding rows past the
+    tokenizer (Qwen2.5-VL-7B has 152064 rows for 151665 tokens: such an id decodes to nothing)."""
+    return placeholder_token_ids(config) + list(range(len(tokenizer), config.get_text_config().vocab_size))
+
+
 def parameter_count(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
@@ -64,8 +70,8 @@ class Family:
     named_tokens: dict[str, str]
     image_part: str
     model_class: type
-    config: Callable  # (ids: token -> id, vocab_size, hidden, text_layers, tile_px) -> config
-    processor: Callable  # (tokenizer, chat_template, tile_px) -> processor
+    config: Callable  # (ids: token -> id, vocab_size, hidden, text_layers, tile_px, sizes) -> config
+    processor: Callable  # (tokenizer, chat_template, tile_px, real_size) -> processor
 
 
 def chat_template(image_part: str) -> str:
@@ -97,52 +103,59 @@ def _text_config(ids: dict, vocab_size: int, hidden: int, layers: int, **extra) 
     }
 
 
-def _qwen_config(ids, vocab_size, hidden, layers, tile_px):
-    half_head_dim = hidden // 4 // 2
+def _qwen_config(ids, vocab_size, hidden, layers, tile_px, sizes=None):
+    """`sizes` ({"text": {...}, "vision": {...}}) overrides the tiny dimensions, e.g. with a published
+    checkpoint's (benchmarks/gpu.py builds random-weight models at real size)."""
+    sizes = sizes or {}
+    heads = sizes.get("text", {}).get("num_attention_heads", 4)
+    half_head_dim = sizes.get("text", {}).get("hidden_size", hidden) // heads // 2
     # mrope splits the rotary half-dimension into (temporal, height, width) sections.
     mrope = [half_head_dim - 2 * (half_head_dim // 3), half_head_dim // 3, half_head_dim // 3]
     rope = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope}
     return Qwen2_5_VLConfig(
-        text_config=_text_config(ids, vocab_size, hidden, layers, rope_parameters=rope),
+        text_config={**_text_config(ids, vocab_size, hidden, layers, rope_parameters=rope), **sizes.get("text", {})},
         vision_config={
             "depth": 2, "hidden_size": hidden, "intermediate_size": 2 * hidden, "num_heads": 4,
             "out_hidden_size": hidden, "patch_size": 14, "spatial_merge_size": 2, "window_size": 56,
-            "fullatt_block_indexes": [1],
+            "fullatt_block_indexes": [1], **sizes.get("vision", {}),
         },
         image_token_id=ids["<|image_pad|>"],
         video_token_id=ids["<|video_pad|>"],
         vision_start_token_id=ids["<|vision_start|>"],
         vision_end_token_id=ids["<|vision_end|>"],
-        tie_word_embeddings=True,
+        tie_word_embeddings=sizes.get("tie_word_embeddings", True),
     )
 
 
-def _qwen_processor(tokenizer, template, tile_px):
+def _qwen_processor(tokenizer, template, tile_px, real_size=False):
     # Digits (56 px) stay 4x4 patches of 14 px, merged 2x2 -> 4 image tokens; scenes (112 px) 16.
-    size = {"shortest_edge": 56 * 56, "longest_edge": 112 * 112}
-    return Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(size=size),
+    # Real size: the image processor's own pixel bounds (an 840 px scene -> 900 tokens).
+    size = None if real_size else {"shortest_edge": 56 * 56, "longest_edge": 112 * 112}
+    return Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(**({"size": size} if size else {})),
                                video_processor=Qwen2VLVideoProcessor(size=size),
                                tokenizer=tokenizer, chat_template=template)
 
 
-def _internvl_config(ids, vocab_size, hidden, layers, tile_px):
+def _internvl_config(ids, vocab_size, hidden, layers, tile_px, sizes=None):
     # InternViT on tiles of `tile_px` (448 in the real models), patch 14, pixel shuffle 0.5:
     # (tile_px / 14 / 2)^2 image tokens per tile (256 for 448 px).
+    sizes = sizes or {}
     return InternVLConfig(
         vision_config={"hidden_size": hidden // 2, "num_hidden_layers": 1, "num_attention_heads": 2,
-                       "intermediate_size": hidden, "image_size": tile_px, "patch_size": 14},
-        text_config=_text_config(ids, vocab_size, hidden, layers, model_type="qwen2"),
+                       "intermediate_size": hidden, "image_size": tile_px, "patch_size": 14, **sizes.get("vision", {})},
+        text_config={**_text_config(ids, vocab_size, hidden, layers, model_type="qwen2"), **sizes.get("text", {})},
         image_token_id=ids["<IMG_CONTEXT>"],
         image_seq_length=(tile_px // 28) ** 2,
         downsample_ratio=0.5,
-        tie_word_embeddings=True,
+        tie_word_embeddings=sizes.get("tie_word_embeddings", True),
     )
 
 
-def _internvl_processor(tokenizer, template, tile_px):
-    # GotOcr2 tiling as in the real InternVL processors (crop_to_patches, thumbnail), 4 tiles at most.
+def _internvl_processor(tokenizer, template, tile_px, real_size=False):
+    # GotOcr2 tiling as in the real InternVL processors (crop_to_patches, thumbnail): 4 tiles at most
+    # for the tiny models, 12 at real size (InternVL3's max_dynamic_patch).
     image_processor = GotOcr2ImageProcessor(size={"height": tile_px, "width": tile_px}, crop_to_patches=True,
-                                            min_patches=1, max_patches=4)
+                                            min_patches=1, max_patches=12 if real_size else 4)
     return InternVLProcessor(image_processor=image_processor, tokenizer=tokenizer,
                              video_processor=InternVLVideoProcessor(), image_seq_length=(tile_px // 28) ** 2,
                              chat_template=template)

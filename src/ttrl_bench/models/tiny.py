@@ -52,12 +52,15 @@ def train_tokenizer(corpus: list[str], family: str = "qwen2_5_vl", vocab_size: i
     )
 
 
-def build_tiny(tokenizer: PreTrainedTokenizerFast, family: str = "qwen2_5_vl", hidden: int = 64, text_layers: int = 2):
-    """(random-weight model, processor) of `family`, sized by `hidden` and `text_layers`."""
+def build_tiny(tokenizer: PreTrainedTokenizerFast, family: str = "qwen2_5_vl", hidden: int = 64, text_layers: int = 2,
+               sizes: dict | None = None, vocab_size: int | None = None, tile_px: int = TILE_PX):
+    """(random-weight model, processor) of `family`, sized by `hidden` and `text_layers`, or by a
+    published checkpoint's dimensions (`sizes`: {"text": {...}, "vision": {...}}; real image processing,
+    `vocab_size` rows of embeddings)."""
     spec = get_family(family)
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in spec.special_tokens}
-    config = spec.config(ids, len(tokenizer), hidden, text_layers, TILE_PX)
-    processor = spec.processor(tokenizer, chat_template(spec.image_part), TILE_PX)
+    config = spec.config(ids, vocab_size or len(tokenizer), hidden, text_layers, tile_px, sizes)
+    processor = spec.processor(tokenizer, chat_template(spec.image_part), tile_px, sizes is not None)
     model = spec.model_class(config)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id

@@ -1,0 +1,200 @@
+"""GPU benchmark at the papers' model sizes (issue 12): random-weight models built offline with
+transformers' own classes and the published checkpoints' dimensions, driven through the project's
+own adaptation, per-sample and evaluation code.
+
+    python benchmarks/gpu.py                  # on a GPU: InternVL3-2B, InternVL3-8B, Qwen2.5-VL-7B sizes
+    python benchmarks/gpu.py --models internvl3-2b --methods ttrv dare
+    python benchmarks/gpu.py --tiny           # the same code paths on tiny models (CPU; CI runs it)
+
+Per model and method it prints: seconds per optimizer step, TTRV adaptation wall time (20 samples,
+2 epochs at the authors'-run settings: 4 prompts x 16 trained of 32 voted rollouts), VR-TTRL seconds
+per update and per sample (1 sample x 5 rounds x 8 rollouts), greedy evaluation samples/s, peak GPU
+memory, and the share of trainable weights the adaptation changed (fp32 master weights, and what a
+bf16 checkpoint keeps). The table goes to benchmarks/results/gpu-<device>.csv.
+
+Random weights measure speed, memory and code paths, never accuracy. They never stop generating
+on their own, so new tokens are capped at realistic answer lengths: 16 for MCQ (the TTRV authors'
+logs average 5.4), 128 for VR-TTRL's <think>/<answer> JSON, 6 for greedy MCQ evaluation. The
+tokenizer is a small BPE one; the embedding matrix has the real vocabulary's rows, and ids past
+the tokenizer are never sampled (as for real checkpoints whose matrices are padded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results"
+
+# Published config.json dimensions (gpu-probe.md "Model dimensions used").
+INTERNVIT_300M = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096,
+                  "image_size": 448, "patch_size": 14}
+REAL_SIZES = {
+    "internvl3-2b": ("internvl", 151674, {  # text: Qwen2.5-1.5B
+        "vision": INTERNVIT_300M,
+        "text": {"hidden_size": 1536, "num_hidden_layers": 28, "num_attention_heads": 12, "num_key_value_heads": 2,
+                 "intermediate_size": 8960, "max_position_embeddings": 32768},
+        "tie_word_embeddings": True}),
+    "internvl3-8b": ("internvl", 151674, {  # text: Qwen2.5-7B
+        "vision": INTERNVIT_300M,
+        "text": {"hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
+                 "intermediate_size": 18944, "max_position_embeddings": 32768},
+        "tie_word_embeddings": False}),
+    "qwen2.5-vl-7b": ("qwen2_5_vl", 152064, {
+        "vision": {"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16, "out_hidden_size": 3584,
+                   "window_size": 112, "fullatt_block_indexes": [7, 15, 23, 31]},
+        "text": {"hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
+                 "intermediate_size": 18944, "max_position_embeddings": 32768,
+                 "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]}},
+        "tie_word_embeddings": False}),
+}
+TINY = {"tiny-internvl": ("internvl", None, None), "tiny-qwen2.5-vl": ("qwen2_5_vl", None, None)}
+METHODS = ("ttrv", "dare", "vr-ttrl")
+# Which methods a model's paper runs: TTRV on InternVL, VR-TTRL on Qwen2.5-VL; DARE on both.
+DEFAULT_METHODS = {"internvl": ("ttrv", "dare"), "qwen2_5_vl": ("dare", "vr-ttrl")}
+
+
+def build_model(name: str, corpus: list[str], out: Path, real: bool) -> Path:
+    from ttrl_bench.models.tiny import build_tiny, train_tokenizer
+
+    family, vocab, sizes = (REAL_SIZES if real else TINY)[name]
+    tokenizer = train_tokenizer(corpus, family)
+    tile = 448 if real else 56
+    model, processor = build_tiny(tokenizer, family, sizes=sizes, vocab_size=vocab, tile_px=tile)
+    model.to(torch.bfloat16).save_pretrained(out)  # stored as the real checkpoints are
+    processor.save_pretrained(out)
+    return out
+
+
+def prepare_data(tmp: Path, px: int | None, keep: int) -> tuple[Path, Path]:
+    """The demo sets cut to their first `keep` test samples, images upscaled to `px` (gpu-probe.md:
+    digits at 896 px, scenes at 840 px; None keeps the demo's sizes)."""
+    from ttrl_bench.datasets.prepare import prepare_dataset
+
+    roots = []
+    for name, size in (("demo-digits", px), ("demo-digit-scenes", px and 840)):
+        root = tmp / name
+        prepare_dataset(name, root, seed=0)
+        manifest = pd.read_parquet(root / "manifest.parquet")
+        manifest = manifest[manifest["split"] == "test"].head(keep)
+        manifest.to_parquet(root / "manifest.parquet", index=False)
+        for path in manifest["image"] if size else []:
+            Image.open(root / path).convert("RGB").resize((size, size)).save(root / path)
+        roots.append(root)
+    return roots[0], roots[1]
+
+
+def peak_gb() -> float:
+    return torch.cuda.max_memory_allocated() / 1e9 if torch.cuda.is_available() else float("nan")
+
+
+def reset_peak() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def run_adaptation(model_dir: Path, data: Path, method: str, hp: dict, tmp: Path) -> dict:
+    from ttrl_bench.adaptation.grpo import adapt
+    from ttrl_bench.adaptation.presets import resolve_method
+    from ttrl_bench.datasets.prepare import load_manifest
+    from ttrl_bench.datasets.sampling import select_adaptation_samples
+    from ttrl_bench.models.loading import checkpoint_dtype, load_model
+
+    model, processor = load_model(str(model_dir), dtype="fp32")
+    samples = select_adaptation_samples(load_manifest(data, "test"), 20, seed=0)
+    reset_peak()
+    start = time.perf_counter()
+    log = adapt(model, processor, samples, data, resolve_method(method, hp), tmp / method, seed=0,
+                save_dtype=checkpoint_dtype(str(model_dir)))
+    seconds = time.perf_counter() - start
+    steps = log.attrs["optimizer_steps"]
+    return {"optimizer_steps": steps, "adapt_s": seconds, "s_per_step": seconds / max(1, steps),
+            "peak_gpu_gb": peak_gb(), "weights_changed": log.attrs["weights_changed"],
+            "weights_changed_bf16": log.attrs["weights_changed_saved"]}
+
+
+def run_per_sample(model_dir: Path, scenes: Path, hp: dict, tmp: Path) -> dict:
+    from ttrl_bench.adaptation.per_sample import adapt_each_sample
+    from ttrl_bench.adaptation.presets import resolve_method
+    from ttrl_bench.datasets.prepare import load_manifest
+    from ttrl_bench.models.loading import load_model
+
+    model, processor = load_model(str(model_dir), dtype="fp32")
+    samples = load_manifest(scenes, "test").head(1)
+    reset_peak()
+    _, log, seconds = adapt_each_sample(model, processor, samples, scenes, resolve_method("vr-ttrl", hp), tmp / "vr",
+                                        seed=0, max_new_tokens=hp["max_completion_length"])
+    updates = int(log["sample_updates"].sum())
+    return {"optimizer_steps": updates, "adapt_s": sum(seconds), "s_per_step": sum(seconds) / max(1, updates),
+            "s_per_sample": sum(seconds) / len(seconds), "peak_gpu_gb": peak_gb(),
+            "weights_changed": float(log["weights_changed"].mean())}
+
+
+def run_evaluation(model_dir: Path, data: Path, n: int, batch: int) -> dict:
+    from ttrl_bench.datasets.prepare import load_manifest
+    from ttrl_bench.generation.hf import generate_greedy
+    from ttrl_bench.models.loading import load_model
+
+    model, processor = load_model(str(model_dir))  # the checkpoint's dtype (bf16), as evaluation runs
+    rows = load_manifest(data, "test").head(n)
+    images = [Image.open(data / p).convert("RGB") for p in rows["image"]]
+    reset_peak()
+    start = time.perf_counter()
+    generate_greedy(model, processor, list(rows["prompt"]), images, 6, batch, progress=False)
+    seconds = time.perf_counter() - start
+    return {"eval_samples": n, "eval_samples_per_s": n / seconds, "peak_gpu_gb": peak_gb()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tiny", action="store_true", help="tiny models, few steps: the code paths on a CPU")
+    parser.add_argument("--models", nargs="+")
+    parser.add_argument("--methods", nargs="+", choices=METHODS)
+    parser.add_argument("--eval-samples", type=int, default=256)
+    args = parser.parse_args()
+    sizes = TINY if args.tiny else REAL_SIZES
+    models = args.models or list(sizes)
+    device = re.sub(r"[^a-z0-9]+", "-", torch.cuda.get_device_name().lower()) if torch.cuda.is_available() else "cpu"
+    # The authors'-run settings (presets.py), answers capped; tiny: 2 steps and short answers.
+    mcq = {"max_completion_length": 16} if not args.tiny else {
+        "max_completion_length": 4, "num_generations": 4, "n_votes": 8, "prompts_per_step": 2, "epochs": 1,
+        "micro_batch_size": 2}
+    grounding = {"max_completion_length": 128, "epochs": 5, "num_generations": 8} if not args.tiny else {
+        "max_completion_length": 16, "epochs": 1, "num_generations": 4, "micro_batch_size": 2}
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        n_eval = 16 if args.tiny else args.eval_samples
+        digits, scenes = prepare_data(tmp, None if args.tiny else 896, keep=max(n_eval, 20))
+        corpus = list(pd.read_parquet(digits / "manifest.parquet")["prompt"])
+        for name in models:
+            family = sizes[name][0]
+            model_dir = build_model(name, corpus, tmp / name, real=not args.tiny)
+            for method in args.methods or DEFAULT_METHODS[family]:
+                print(f"== {name} {method}", flush=True)
+                if method == "vr-ttrl":
+                    result = run_per_sample(model_dir, scenes, grounding, tmp)
+                else:
+                    result = run_adaptation(model_dir, digits, method, mcq, tmp)
+                rows.append({"device": device, "model": name, "method": method, **result})
+            rows.append({"device": device, "model": name, "method": "greedy-eval",
+                         **run_evaluation(model_dir, digits, n_eval, 8 if args.tiny else 32)})
+    table = pd.DataFrame(rows)
+    OUT.mkdir(parents=True, exist_ok=True)
+    table.to_csv(OUT / f"gpu-{device}{'-tiny' if args.tiny else ''}.csv", index=False)
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
