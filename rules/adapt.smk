@@ -7,7 +7,7 @@ rule adapt:
         train_log="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/train_log.parquet",
         run="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/run.json",
     params:
-        cli=TTRL_BENCH,
+        launch=get_launcher,
         source=get_model_source,
         method=get_method_json,
         protocol=get_protocol_flags,
@@ -19,13 +19,13 @@ rule adapt:
         method=one_of(GRPO_METHODS) or "(?!)",
     threads: 1
     resources:
-        gpu=1,
-        mem_mb=get_gpu_mem_mb,
+        gpu=get_gpus,
+        mem_mb=get_adapt_mem_mb,
         runtime=get_adapt_runtime,
     conda:
         "../envs/gpu.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} {params.cli} adapt --model-source {params.source:q}"
+        "OMP_NUM_THREADS={threads} {params.launch} adapt --model-source {params.source:q}"
         " --model-name {wildcards.model} --method {wildcards.method} --dataset {wildcards.dataset}"
         " --data results/data/{wildcards.dataset} {params.protocol}"
         " --seed {wildcards.seed} --method-json {params.method:q}"
@@ -43,7 +43,7 @@ rule adapt_per_sample:
         train_log="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/train_log.parquet",
         run="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/run.json",
     params:
-        cli=TTRL_BENCH,
+        launch=get_launcher,
         source=get_model_source,
         method=get_method_json,
         protocol=get_protocol_flags,
@@ -56,13 +56,13 @@ rule adapt_per_sample:
         method=one_of(PER_SAMPLE) or "(?!)",
     threads: 1
     resources:
-        gpu=1,
-        mem_mb=get_gpu_mem_mb,
+        gpu=get_gpus,
+        mem_mb=get_adapt_mem_mb,
         runtime=get_adapt_runtime,
     conda:
         "../envs/gpu.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} {params.cli} adapt-per-sample --model-source {params.source:q}"
+        "OMP_NUM_THREADS={threads} {params.launch} adapt-per-sample --model-source {params.source:q}"
         " --model-name {wildcards.model} --method {wildcards.method} --dataset {wildcards.dataset}"
         " --data results/data/{wildcards.dataset} {params.protocol} --seed {wildcards.seed} {params.eval_flags}"
         " --method-json {params.method:q}"

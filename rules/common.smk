@@ -1,5 +1,6 @@
 import json
 import re
+import zlib
 
 from snakemake.utils import min_version, validate
 
@@ -7,6 +8,7 @@ from ttrl_bench.adaptation.presets import METHOD_NAMES, is_per_sample, method_ta
 from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.evaluation.tasks import task_for
 from ttrl_bench.results.paper_tables import PAPER_TABLES
+from ttrl_bench.runs.launch import default_gpus, launcher, needs_offload
 
 min_version("9.0")
 
@@ -209,10 +211,31 @@ def get_params_b(wildcards):
     return MODELS[wildcards.model].get("params_b", 0.0)
 
 
+def get_gpus(wildcards):
+    """GPUs of an adaptation job: `models.<name>.gpus`, else enough for the training state of a model
+    of `params_b` (src/ttrl_bench/runs/launch.py: 1 for 2B, 2 for 4B, 4 for 7-8B)."""
+    model = MODELS[wildcards.model]
+    return model.get("gpus") or default_gpus(get_params_b(wildcards))
+
+
 def get_gpu_mem_mb(wildcards):
-    """Host memory of a GPU job: weights are loaded on the host first (2 bytes per bf16 parameter,
-    twice for the reference model of KL-regularised GRPO), plus 8 GB of head room."""
+    """Host memory of an evaluation job: the weights are loaded on the host first (2 bytes per bf16
+    parameter, doubled for safety), plus 8 GB of head room."""
     return int(8000 + 4 * 1000 * get_params_b(wildcards))
+
+
+def get_adapt_mem_mb(wildcards):
+    """Host memory of an adaptation job: every process loads the weights on the host in fp32 (4 bytes
+    per parameter), an offloaded job keeps its training state there (18), plus 8 GB of head room."""
+    params_b, gpus = get_params_b(wildcards), get_gpus(wildcards)
+    return int(8000 + 1000 * params_b * (4 * gpus + (18 if needs_offload(params_b, gpus) else 0)))
+
+
+def get_launcher(wildcards):
+    """`ttrl-bench` as one process, or under `accelerate launch` with FSDP2 over the job's GPUs; the
+    rendezvous port is derived from the job so that jobs sharing a node do not collide."""
+    port = 29500 + zlib.crc32("/".join(wildcards).encode()) % 2000
+    return TTRL_BENCH.replace("python -m ttrl_bench.cli", launcher(get_gpus(wildcards), get_params_b(wildcards), port))
 
 
 def get_adapt_runtime(wildcards):

@@ -74,6 +74,7 @@ def _run_identity(args, train_dataset: str, target_dataset: str) -> dict:
 
 def cmd_adapt(args) -> None:
     from .adaptation.grpo import adapt
+    from .runs.processes import process_state
     from .evaluation.tasks import task_for
     from .models.loading import checkpoint_dtype, load_model
     from .runs.provenance import provenance
@@ -86,16 +87,18 @@ def cmd_adapt(args) -> None:
     model, processor = load_model(args.model_source, dtype="fp32")  # master weights, whatever is stored
     start = time.perf_counter()
     train_log = adapt(model, processor, samples, Path(args.data), method, out, args.seed, task=task_for(args.dataset),
-                      save_dtype=stored)
+                      save_dtype=stored, save_to=out / "model")
     seconds = time.perf_counter() - start
-    model.to(stored).save_pretrained(out / "model")  # the checkpoint's own dtype: what evaluation loads
-    processor.save_pretrained(out / "model")
+    if not process_state().is_main_process:
+        return  # one process writes the job's files
     train_log.to_parquet(out / "train_log.parquet", index=False)
     meta = {
         **_run_identity(args, args.dataset, args.dataset),
         "adapt_seconds": seconds,
         "adapt_sample_ids": list(samples["id"]),
         "optimizer_steps": train_log.attrs["optimizer_steps"],
+        "losses": train_log.attrs["losses"],
+        "processes": process_state().num_processes,
         "weights_changed": train_log.attrs["weights_changed"],
         "weights_changed_saved": train_log.attrs["weights_changed_saved"],
         "saved_dtype": str(stored).removeprefix("torch."),
@@ -156,6 +159,7 @@ def cmd_evaluate(args) -> None:
 
 def cmd_adapt_per_sample(args) -> None:
     """VR-TTRL: adapt on each evaluation sample and predict it, in one job (no weights saved)."""
+    from .runs.processes import process_state
     from .adaptation.per_sample import adapt_each_sample
     from .evaluation.evaluate import predictions_frame, write_evaluation
     from .models.loading import load_model
@@ -168,6 +172,8 @@ def cmd_adapt_per_sample(args) -> None:
     log.info("per-sample %s on %d samples of %s", args.method, len(samples), args.dataset)
     outputs, train_log, seconds = adapt_each_sample(model, processor, samples, data_dir, method, adapt_out,
                                                     args.seed, args.max_new_tokens)
+    if not process_state().is_main_process:
+        return  # one process writes the job's files
     adapt_out.mkdir(parents=True, exist_ok=True)
     train_log.to_parquet(adapt_out / "train_log.parquet", index=False)
     meta = {**_run_identity(args, args.dataset, args.dataset), "adapt_seconds": sum(seconds),

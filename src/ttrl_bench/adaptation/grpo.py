@@ -17,12 +17,14 @@ from pathlib import Path
 import pandas as pd
 import torch
 from datasets import Dataset
+from accelerate.utils import gather_object
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from ..evaluation.tasks import TASKS
 from ..generation.backend import choose_backend
 from ..rewards.registry import get_reward
+from ..runs.processes import process_state
 from ..models.families import parameter_count, unsampleable_token_ids, vision_tower
 from ..rewards.voting import answer_entropy, majority_answer
 from .uncertainty import completion_entropies, normalise_uncertainty
@@ -40,6 +42,20 @@ def completion_text(completion) -> str:
     if isinstance(completion, list):
         return "".join(m["content"] if isinstance(m["content"], str) else "" for m in completion)
     return completion
+
+
+def gathered(*values):
+    """Each argument (a list, a dict of lists, or None) concatenated over all processes in process
+    order; as is with one process."""
+    if process_state().num_processes == 1:
+        return values
+    out = []
+    for value in values:
+        if isinstance(value, dict):
+            out.append({k: gather_object(list(v)) for k, v in value.items()})
+        else:
+            out.append(None if value is None else gather_object(list(value)))
+    return out
 
 
 class GroupReward:
@@ -75,20 +91,29 @@ class GroupReward:
 
     def __call__(self, prompts, completions, completion_ids=None, trainer_state=None, vote_texts=None,
                  vote_ids=None, **columns) -> list[float]:
-        n = self.num_generations
-        if len(completions) % n:
-            raise SplitGroupError(f"batch of {len(completions)} completions is not a multiple of N={n}")
+        """Rewards of this process's completions. Under several processes a group may be split across
+        them (per-sample VR-TTRL: one prompt's 8 rollouts on 2 GPUs), so every process scores the
+        whole generation batch, gathered in process order as TRL lays it out, and keeps its slice."""
         keys = [k for k in columns if k not in ("log_extra", "log_metric")]
-        rows = [dict(zip(keys, values)) for values in zip(*(columns[k] for k in keys))]
-        texts = [completion_text(c) for c in completions]
+        local = len(completions)
+        texts, ids, votes, vote_id_lists, columns = gathered(
+            [completion_text(c) for c in completions], completion_ids, vote_texts, vote_ids, {k: columns[k] for k in keys})
+        start = process_state().process_index * local
+        return self._score(texts, ids, votes, vote_id_lists, columns, trainer_state)[start : start + local]
+
+    def _score(self, texts, completion_ids, vote_texts, vote_ids, columns, trainer_state) -> list[float]:
+        n = self.num_generations
+        if len(texts) % n:
+            raise SplitGroupError(f"batch of {len(texts)} completions is not a multiple of N={n}")
+        rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
         rewards, stats, lengths = [], [], []
-        for start in range(0, len(completions), n):
+        for start in range(0, len(texts), n):
             group_ids = {r["id"] for r in rows[start : start + n]}
             if len(group_ids) != 1:
                 raise SplitGroupError(f"completions {start}..{start + n - 1} mix prompts {sorted(group_ids)}")
             row = rows[start]
             votes = vote_texts[start] if vote_texts else texts[start : start + n]
-            ids = vote_ids[start] if vote_ids else (completion_ids or [[]] * len(completions))[start : start + n]
+            ids = vote_ids[start] if vote_ids else (completion_ids or [[]] * len(texts))[start : start + n]
             if votes[:n] != texts[start : start + n]:
                 raise SplitGroupError(f"completions {start}..{start + n - 1} are not the first {n} votes of their group")
             parsed = [self.task.parse(t, row) for t in votes]
@@ -125,9 +150,15 @@ class GroupReward:
 
 
 class ProgressLog(TrainerCallback):
-    """One line per optimizer step in the job's log (the trainer's own tqdm bar goes to stderr)."""
+    """One line per optimizer step in the job's log (the trainer's own tqdm bar goes to stderr); the
+    losses are kept for run.json."""
+
+    def __init__(self):
+        self.losses: list[float] = []
 
     def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "loss" in logs:
+            self.losses.append(float(logs["loss"]))
         if logs:
             log.info("step %d/%d %s", state.global_step, state.max_steps, {k: round(v, 4) for k, v in logs.items() if isinstance(v, float)})
 
@@ -174,6 +205,12 @@ class TestTimeGRPOTrainer(GRPOTrainer):
             out = super()._generate(prompts)
             refuse_placeholders(out[1], self.forbidden_token_ids)
             return out
+        if len(prompts) % trained:
+            raise ValueError(
+                f"n_votes {self.n_votes} > num_generations {trained} needs each process to hold whole groups, but "
+                f"this one holds {len(prompts)} rollouts: raise adaptation.hyperparameters.<task>.prompts_per_step to "
+                "at least the number of GPUs, or set n_votes = num_generations"
+            )
         starts = range(0, len(prompts), trained)
         expanded = [prompts[s] for s in starts for _ in range(self.n_votes)]
         self.num_generations = self.n_votes  # TRL's backends group identical prompts by this count
@@ -214,11 +251,12 @@ def batch_layout(hp: dict, num_processes: int = 1) -> dict:
     num_generations completions (TTRV authors' logs: 4 x 16); forward/backward runs on
     `micro_batch_size` of them at a time with gradient accumulation; rollouts are generated
     `generation_batch_size` at a time (default: one prompt's group per process, since HF generate
-    holds the whole generation batch at once, gpu-probe.md)."""
+    holds the whole generation batch at once, gpu-probe.md; with fewer prompts per step than
+    processes, one group split across them)."""
     n = hp["num_generations"]
     per_step = n * hp.get("prompts_per_step", 1)
     micro = hp.get("micro_batch_size") or n
-    generation = hp.get("generation_batch_size") or n * num_processes
+    generation = hp.get("generation_batch_size") or n * min(num_processes, hp.get("prompts_per_step", 1))
     key = "adaptation.hyperparameters.<task>"
     if per_step % (micro * num_processes):
         raise ValueError(f"{key}: prompts_per_step x num_generations = {per_step} completions per step is not a "
@@ -240,8 +278,9 @@ def forbidden_token_kwargs(backend: str, token_ids: list[int]) -> dict:
     return {}  # vLLM: see generation/vllm_settings.py
 
 
-def grpo_config(out_dir: Path, hp: dict, seed: int, forbidden_ids: list[int] = (), num_processes: int = 1) -> GRPOConfig:
-    """GRPOConfig from a preset's hyper-parameters."""
+def grpo_config(out_dir: Path, hp: dict, seed: int, forbidden_ids: list[int] = ()) -> GRPOConfig:
+    """GRPOConfig from a preset's hyper-parameters, for the processes `accelerate launch` started."""
+    num_processes = process_state().num_processes
     backend = rollout_backend(hp.get("rollout_backend", "auto"))
     on_gpu = torch.cuda.is_available()
     return GRPOConfig(
@@ -308,12 +347,26 @@ def fit_to_samples(hp: dict, n_samples: int) -> dict:
     return {**hp, "prompts_per_step": n_samples}
 
 
+def save_adapted(trainer, processor, out: Path, dtype: torch.dtype) -> None:
+    """The adapted weights in the checkpoint's own dtype (what evaluation loads), gathered whole from
+    however many processes hold shards of them."""
+    state = trainer.accelerator.get_state_dict(trainer.model)  # every process takes part
+    if trainer.accelerator.is_main_process:
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        model.config.dtype = dtype
+        model.save_pretrained(out, state_dict={k: v.to(dtype) for k, v in state.items()})
+        processor.save_pretrained(out)
+    trainer.accelerator.wait_for_everyone()
+
+
 def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: dict, out_dir: Path, seed: int,
-          task=None, save_dtype: torch.dtype | None = None, before: WeightSnapshot | None = None) -> pd.DataFrame:
+          task=None, save_dtype: torch.dtype | None = None, before: WeightSnapshot | None = None,
+          save_to: Path | None = None) -> pd.DataFrame:
     """Run GRPO on `manifest`'s prompts with `method`'s reward; returns the per-generation-round log,
     with attrs `optimizer_steps` and the share of trainable weights the adaptation changed
     (`weights_changed`, and `weights_changed_saved` after casting to `save_dtype`), measured against
-    `before` (default: a snapshot taken here)."""
+    `before` (default: a snapshot taken here). With `save_to`, the adapted model is saved there in
+    `save_dtype`."""
     hp = fit_to_samples(method["hyperparameters"], len(manifest))
     n_votes = hp.get("n_votes") or hp["num_generations"]
     if n_votes < hp["num_generations"]:
@@ -324,13 +377,14 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
     micro = hp.get("micro_batch_size") or hp["num_generations"]
     reward = GroupReward(method["reward"], method.get("reward_params", {}), hp["num_generations"], task, micro)
     forbidden = unsampleable_token_ids(model.config, processor.tokenizer)
+    progress = ProgressLog()
     trainer = TestTimeGRPOTrainer(
         model=model,
         reward_funcs=[reward],
         args=grpo_config(out_dir, hp, seed, forbidden),
         train_dataset=adaptation_dataset(manifest, image_root),
         processing_class=processor,
-        callbacks=[ProgressLog()],
+        callbacks=[progress],
         n_votes=n_votes,
         forbidden_token_ids=forbidden,
     )
@@ -343,8 +397,11 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
     model.eval()  # the trainer leaves train mode on; predictions right after adapting need eval mode
     records = pd.DataFrame(reward.records)  # one row per generation round
     records.attrs["optimizer_steps"] = trainer.state.global_step
+    records.attrs["losses"] = progress.losses
     records.attrs["weights_changed"] = before.changed_fraction(model)
     records.attrs["weights_changed_saved"] = before.changed_fraction(model, save_dtype) if save_dtype else None
     log.info("%d optimizer steps changed %.2f%% of the trainable weights", trainer.state.global_step,
              100 * records.attrs["weights_changed"])
+    if save_to is not None:
+        save_adapted(trainer, processor, save_to, save_dtype or model.dtype)
     return records

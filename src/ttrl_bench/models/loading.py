@@ -8,6 +8,8 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
 
+from ..runs.processes import process_state
+
 
 def resolve_model_source(source: str) -> str:
     """A local directory is used as is; anything else must be a Hub id ("org/name"), which needs
@@ -35,7 +37,7 @@ def load_model(source: str, device: str | None = None, dtype: str = "auto"):
     (master weights), compute in bf16 autocast on GPUs (TRL's `bf16=True`); a bf16 update at the
     papers' lr 5e-7 rounds to nothing (gpu-probe.md: 0.26% of the weights changed)."""
     path = resolve_model_source(source)
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    device = device or process_state().device  # this process's GPU under `accelerate launch`, or the CPU
     torch_dtype = {"auto": "auto", "bf16": torch.bfloat16, "fp32": torch.float32}[dtype]
     try:
         processor = AutoProcessor.from_pretrained(path)
