@@ -67,11 +67,11 @@ MpiDefault=none
 # Declare a GPU-node-sized machine (16 CPUs, 64 GB) whatever this host has, so the profile's
 # requests (8 CPUs per GPU) schedule unchanged; config_overrides makes slurmd accept it.
 SlurmdParameters=config_overrides
-NodeName={host} CPUs=16 RealMemory=64000 Gres=gpu:1 State=UNKNOWN
+NodeName={host} CPUs=16 RealMemory=64000 Gres=gpu:2 State=UNKNOWN
 PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
 """
     )
-    (CONF_DIR / "gres.conf").write_text(f"{MARKER}\nNodeName={host} Name=gpu Count=1 File=/dev/null\n")
+    (CONF_DIR / "gres.conf").write_text(f"{MARKER}\nNodeName={host} Name=gpu Count=2 File=/dev/null\n")
     return conf
 
 

@@ -1,5 +1,6 @@
 """The demo through the SLURM profile on a real (one-node) SLURM cluster."""
 
+import json
 import os
 
 import pytest
@@ -12,12 +13,17 @@ from ttrl_bench.results.store import query
 REQUIRED = os.environ.get("TTRL_BENCH_REQUIRE_SLURM") == "1"
 WHY_NOT = slurm_available()
 
+# The demo model as a 2-GPU model: its adaptation job asks SLURM for 2 GPUs and runs as 2 processes
+# (accelerate launch, FSDP2; on this CPU-only node over gloo), each holding one prompt's group.
 SMALL_DEMO = """\
 datasets: [demo-digits]
 methods: [zero-shot, ttrv]
+models:
+  demo: {gpus: 2}
 adaptation:
   hyperparameters:
-    mcq: {num_generations: 4, max_completion_length: 6, learning_rate: 3.0e-5, epochs: 1}
+    mcq: {num_generations: 4, n_votes: 4, micro_batch_size: 2, prompts_per_step: 2, max_completion_length: 6,
+          learning_rate: 3.0e-5, epochs: 1}
 """
 
 
@@ -45,10 +51,13 @@ def test_demo_runs_through_the_slurm_profile(tmp_path):
     sbatch = [line for line in output.splitlines() if "sbatch call" in line]
     (tmp_path / "sbatch_calls.txt").write_text("\n".join(sbatch))
     print("\n".join(sbatch))
-    # every non-local job went through sbatch; the GPU rules asked for a GPU and their memory
+    # every non-local job went through sbatch; the GPU rules asked for their GPUs and memory: adaptation
+    # 2 GPUs (models.demo.gpus) with 8 CPUs each, evaluation one
     adapt = [line for line in sbatch if "rule_adapt" in line]
-    assert adapt and all(f in adapt[0] for f in ("--gpus=1", "--cpus-per-gpu=8", "--mem 8000", "-t 40")), adapt
+    assert adapt and all(f in adapt[0] for f in ("--gpus=2", "--cpus-per-gpu=8", "--mem 8000", "-t 40")), adapt
     assert any("rule_evaluate" in line and "--gpus=1" in line for line in sbatch), sbatch
+    run = json.loads((work / "results/adapt/demo/ttrv/demo-digits/n20_random/seed0/run.json").read_text())
+    assert run["processes"] == 2 and run["optimizer_steps"] == 10  # 20 samples, 2 prompts a step
     assert not any("rule_ingest_results" in line for line in sbatch)  # a localrule
     runs = query(work / "results/benchmark.duckdb", "SELECT method, n FROM runs ORDER BY method")
     assert runs.values.tolist() == [["ttrv", 577], ["zero-shot", 577]]

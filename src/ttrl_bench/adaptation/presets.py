@@ -29,6 +29,9 @@ TTRV_HYPERPARAMETERS = {
     "weight_decay": 1e-2,
     "max_grad_norm": 1.0,
     "scale_rewards": "group",
+    # The authors' code freezes InternVL's vision tower (verl fsdp_workers.py, "internvl will occur a
+    # bug when using the vision encoder"); the paper is silent, so the code's behaviour is the default.
+    "freeze_vision": True,
     # Memory, not method (gpu-probe.md: one forward over 8 x 32 rollouts ran out of memory on 80 GB):
     # the 64 completions of a step go through forward/backward 4 at a time (the authors: micro-batch
     # 2 on each of 4 GPUs) with gradient checkpointing; rollouts are generated one prompt's group at a time.
