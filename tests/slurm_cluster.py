@@ -1,10 +1,12 @@
 """A real one-node SLURM cluster for the tests: slurm.conf written here, munged, slurmctld and
-slurmd started and stopped here (Debian's slurm-wlm and munge; root). One fake GPU is declared
-(gres backed by /dev/null) so that `--gpus=1` jobs are scheduled as on a GPU node."""
+slurmd started and stopped here (Debian's slurm-wlm and munge; root). Two fake GPUs are declared
+(gres backed by character devices like /dev/null) so that `--gpus=1` and `--gpus=2` jobs are
+scheduled as on a GPU node."""
 
 from __future__ import annotations
 
 import os
+import stat
 import shutil
 import socket
 import subprocess
@@ -71,7 +73,13 @@ NodeName={host} CPUs=16 RealMemory=64000 Gres=gpu:2 State=UNKNOWN
 PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
 """
     )
-    (CONF_DIR / "gres.conf").write_text(f"{MARKER}\nNodeName={host} Name=gpu Count=2 File=/dev/null\n")
+    # two fake GPUs: character devices with /dev/null's numbers (slurm wants one device file per GPU)
+    devices = root / "dev"
+    devices.mkdir(parents=True, exist_ok=True)
+    for i in range(2):
+        if not (devices / f"gpu{i}").exists():
+            os.mknod(devices / f"gpu{i}", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    (CONF_DIR / "gres.conf").write_text(f"{MARKER}\nNodeName={host} Name=gpu Count=2 File={devices}/gpu[0-1]\n")
     return conf
 
 
