@@ -310,7 +310,8 @@ def load_tokenizer(source: Path, vocab_size: int) -> Qwen2Tokenizer:
 
 def build_processor(tokenizer, config: InternVLConfig, original: dict) -> InternVLProcessor:
     """Tiles of `image_size` px, up to `max_dynamic_patch` of them plus a thumbnail (the original
-    `dynamic_preprocess`), bicubic resize, ImageNet normalisation."""
+    `dynamic_preprocess`), bicubic resize, ImageNet normalisation. TTRV's runs tiled too: the prompts
+    in its InternVL2.5-4B logs carry 13, 7 or 3 x 256 image tokens."""
     side = config.vision_config.image_size[0]
     image_processor = GotOcr2ImageProcessor(
         size={"height": side, "width": side},
