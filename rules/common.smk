@@ -29,6 +29,9 @@ def check_names(key, names, known):
 
 MODELS = config["models"]
 BUILD_FAMILY = {"tiny-qwen2.5-vl": "qwen2_5_vl", "tiny-internvl": "internvl"}  # models.<name>.build
+for _name, _model in MODELS.items():  # rule convert_model writes a converted model's source
+    if "convert_from" in _model:
+        _model["source"] = f"results/models/converted/{_name}"
 SEEDS = config["seeds"]
 N_ADAPT = config["adaptation"]["n_samples"]
 SAMPLING = config["adaptation"]["sampling"]
@@ -165,8 +168,8 @@ def get_model_source(wildcards):
 
 
 def get_base_model_input(wildcards):
-    """A model built by this workflow is an input file; a Hub id is not."""
-    if "build" in MODELS[wildcards.model]:
+    """A model built or converted by this workflow is an input file; a Hub id is not."""
+    if "build" in MODELS[wildcards.model] or "convert_from" in MODELS[wildcards.model]:
         return MODELS[wildcards.model]["source"]
     return []
 
@@ -261,3 +264,7 @@ TTRL_BENCH = f"PYTHONPATH={workflow.basedir}/src${{PYTHONPATH:+:$PYTHONPATH}} py
 
 def get_build_family(wildcards):
     return BUILD_FAMILY[MODELS[wildcards.model]["build"]]
+
+
+def get_convert_from(wildcards):
+    return MODELS[wildcards.model]["convert_from"]

@@ -19,3 +19,26 @@ rule build_demo_model:
     shell:
         "OMP_NUM_THREADS={threads} {params.cli} build-demo-model --data {params.data}"
         " --out {output} --steps {params.steps} --seed {params.seed} --family {params.family} > {log} 2>&1"
+
+
+rule convert_model:
+    """A model of config `models.<name>.convert_from` (an original-format InternVL checkpoint, e.g.
+    InternVL2.5-4B of TTRV Tables 3, 5, 6, 11, 12) as a transformers-native directory, its source."""
+    output:
+        directory("results/models/converted/{model}"),
+    params:
+        cli=TTRL_BENCH,
+        convert_from=get_convert_from,
+    log:
+        "logs/convert_model/{model}.log",
+    benchmark:
+        "results/benchmarks/convert_model/{model}.tsv"
+    threads: 1
+    resources:
+        mem_mb=get_gpu_mem_mb,  # the bf16 weights are held on the host while they are renamed and written
+        runtime=60,
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} {params.cli} convert-model --source {params.convert_from:q}"
+        " --out {output} > {log} 2>&1"

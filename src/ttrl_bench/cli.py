@@ -52,6 +52,12 @@ def cmd_build_demo_model(args) -> None:
     log.info("built demo model: %s", info)
 
 
+def cmd_convert_model(args) -> None:
+    from .models.convert_internvl import convert_internvl
+
+    log.info("converted model: %s", convert_internvl(args.source, Path(args.out)))
+
+
 def _adaptation_samples(data_dir: Path, n_adapt, seed: int, sampling: str):
     from .datasets.prepare import load_manifest
     from .datasets.sampling import select_adaptation_samples
@@ -326,6 +332,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--family", default="qwen2_5_vl", choices=["qwen2_5_vl", "internvl"])
     p.set_defaults(func=cmd_build_demo_model)
+
+    p = sub.add_parser("convert-model", help="original-format InternVL checkpoint -> transformers-native directory")
+    p.add_argument("--source", required=True, help="local original-format directory or Hub id")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_convert_model)
 
     def run_args(p, dataset_flag: str) -> None:
         p.add_argument("--model-source", required=True, help="Hub id or local directory")
