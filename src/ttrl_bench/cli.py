@@ -98,6 +98,10 @@ def cmd_adapt(args) -> None:
     if not process_state().is_main_process:
         return  # one process writes the job's files
     train_log.to_parquet(out / "train_log.parquet", index=False)
+    if train_log.attrs["verifications"]:  # T3RL: the verifier's decision on every rollout
+        import pandas as pd
+
+        pd.DataFrame(train_log.attrs["verifications"]).to_parquet(out / "verifications.parquet", index=False)
     meta = {
         **_run_identity(args, args.dataset, args.dataset),
         "adapt_seconds": seconds,

@@ -75,6 +75,8 @@ class GroupReward:
         self.uncertainty_norm = params.pop("uncertainty", "vocab")
         self.reward = get_reward(name, **params)
         self.needs_uncertainty = getattr(self.reward, "needs_uncertainty", False)
+        self.needs_texts = getattr(self.reward, "needs_texts", False)  # T3RL verifies the rollouts' text
+        self.verifications: list[dict] = []
         self.task = task or TASKS["recognition"]
         self.policy = None  # (model, processor), set by `adapt` for rewards that need uncertainty
         self.num_generations = num_generations
@@ -118,7 +120,14 @@ class GroupReward:
                 raise SplitGroupError(f"completions {start}..{start + n - 1} are not the first {n} votes of their group")
             parsed = [self.task.parse(t, row) for t in votes]
             extra = {"uncertainties": self._uncertainties(row, ids)} if self.needs_uncertainty else {}
+            if self.needs_texts:
+                extra = {"texts": votes, "options": row.get("options")}
             group_rewards = [r + f for r, f in zip(self.reward(parsed, **extra)[:n], self.task.format_rewards(votes[:n]))]
+            if self.needs_texts:  # T3RL: every verifier decision, per rollout
+                step = trainer_state.global_step if trainer_state is not None else len(self.records)
+                self.verifications += [{"step": step, "sample": row["id"], "rollout": i, "answer": str(a),
+                                        "verified": d.verified, "reason": d.reason, "computed": d.computed}
+                                       for i, (a, d) in enumerate(zip(parsed, self.reward.decisions))]
             rewards.extend(group_rewards)
             lengths.extend(map(len, ids))
             stats.append(self._group_stats(parsed, group_rewards, self.task.gold(row)))
@@ -398,6 +407,7 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
     records = pd.DataFrame(reward.records)  # one row per generation round
     records.attrs["optimizer_steps"] = trainer.state.global_step
     records.attrs["losses"] = progress.losses
+    records.attrs["verifications"] = reward.verifications
     records.attrs["weights_changed"] = before.changed_fraction(model)
     records.attrs["weights_changed_saved"] = before.changed_fraction(model, save_dtype) if save_dtype else None
     log.info("%d optimizer steps changed %.2f%% of the trainable weights", trainer.state.global_step,

@@ -120,6 +120,15 @@ PRESETS: dict[str, dict | None] = {
         "hyperparameters": TTRV_HYPERPARAMETERS,
         "source": "TTRV Table 5",
     },
+    # T3RL (papers/t3rl-abstract.txt, Figure 2): verification-weighted majority vote, verified rollouts
+    # weigh omega = 5 (SPEC.md), binary reward against the weighted pseudo-label; the verifier executes
+    # the computation each rollout claims in a sandbox (rewards/t3rl.py). TTRV's settings, as TTRL's.
+    "t3rl": {
+        "reward": "t3rl",
+        "reward_params": {"omega": 5.0, "verifier": "arithmetic"},
+        "hyperparameters": TTRV_HYPERPARAMETERS,
+        "source": "T3RL (t3rl-abstract.txt, Figure 2)",
+    },
     # DARE (papers/dare-summary.txt): uncertainty-aware distribution reward + exploration bonus +
     # pruning. alpha, tau are not in the summary: 0.5 / 0.05 are our defaults (SPEC.md). The
     # uncertainty is the completion's mean token entropy divided by log |vocabulary|.

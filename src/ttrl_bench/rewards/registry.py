@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from . import grounding, voting
+from .t3rl import T3RLReward
 
 GroupReward = Callable[[Sequence[voting.Answer]], list[float]]
 
@@ -44,6 +45,7 @@ _FACTORIES: dict[str, Callable[..., GroupReward]] = {
     "random": _seeded_random,
     "dare": _dare,
     "vr_ttrl_consensus": _consensus,
+    "t3rl": T3RLReward,
 }
 
 REWARD_NAMES = tuple(_FACTORIES)
