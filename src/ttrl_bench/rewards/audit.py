@@ -51,30 +51,38 @@ def sample_uncertainties(groups: list[list], seed: int) -> list[list[float]]:
     return [rng.beta(2, 5, size=len(g)).tolist() for g in groups]
 
 
-def rewards_by_method(groups: list[list], rewards: dict[str, dict], seed: int = 0) -> dict[str, np.ndarray]:
-    """The flattened batch of rewards each named reward gives the same groups."""
+def _score(groups: list[list], rewards: dict[str, dict], seed: int) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
+    """Each named reward on every group: the flat rewards, and the mean over groups of each
+    convention count the reward keeps (`Reward.last_stats`)."""
     if any(len(g) != len(groups[0]) for g in groups):
         raise ValueError("all groups must have the same number of completions")
     uncertainties = sample_uncertainties(groups, seed)
-    flat = {}
+    flat, conventions = {}, {}
     for name, spec in rewards.items():
         params = {k: v for k, v in spec.get("params", {}).items() if k != "uncertainty"}  # how u is made
         reward = get_reward(spec["reward"], **params)
-        if getattr(reward, "needs_uncertainty", False):
-            values = [r for g, u in zip(groups, uncertainties) for r in reward(g, uncertainties=u)]
-        else:
-            values = [r for g in groups for r in reward(g)]
+        values, stats = [], []
+        for g, u in zip(groups, uncertainties):
+            values.extend(reward(g, uncertainties=u) if reward.needs_uncertainty else reward(g))
+            stats.append(reward.last_stats)
         flat[name] = np.array(values, dtype=float)
-    return flat
+        conventions[name] = pd.DataFrame(stats).mean().to_dict() if stats and stats[0] else {}
+    return flat, conventions
+
+
+def rewards_by_method(groups: list[list], rewards: dict[str, dict], seed: int = 0) -> dict[str, np.ndarray]:
+    """The flattened batch of rewards each named reward gives the same groups."""
+    return _score(groups, rewards, seed)[0]
 
 
 def audit(groups: list[list], rewards: dict[str, dict], scales=("group", "batch", "none"),
           reference: str = "ttrv-no-diversity") -> pd.DataFrame:
     """Per reward and scaling: advantage statistics and the largest difference from the
     advantages of `reference` (TTRV's frequency term alone): 0 means the rest of the reward
-    changes nothing in the update."""
+    changes nothing in the update. Plus, per reward, how often each convention touched a
+    completion (convention_*) and changed its reward (changed_by_*; registry.Reward)."""
     n = len(groups[0])
-    flat = rewards_by_method(groups, rewards)
+    flat, conventions = _score(groups, rewards, seed=0)
     rows = []
     for name, values in flat.items():
         for scale in scales:
@@ -83,5 +91,5 @@ def audit(groups: list[list], rewards: dict[str, dict], scales=("group", "batch"
                    "advantage_std": adv.std(), "advantage_abs_max": np.abs(adv).max()}
             if reference in flat:
                 row[f"max_abs_diff_vs_{reference}"] = np.abs(adv - grpo_advantages(flat[reference], n, scale)).max()
-            rows.append(row)
+            rows.append({**row, **conventions[name]})
     return pd.DataFrame(rows)
