@@ -200,7 +200,8 @@ def get_eval_flags(wildcards):
     per_task = config["evaluation"][TASK[dataset]]
     exclude = "--exclude-adaptation-samples" if config["evaluation"]["exclude_adaptation_samples"] else ""
     sam2 = f"--sam2 {per_task['sam2']}" if per_task.get("sam2") else ""
-    return f"--max-new-tokens {per_task['max_new_tokens']} --eval-samples {per_task['samples']} {exclude} {sam2}"
+    empty = f"--empty-mask-iou {per_task['empty_mask_iou']}" if per_task.get("empty_mask_iou") else ""
+    return f"--max-new-tokens {per_task['max_new_tokens']} --eval-samples {per_task['samples']} {exclude} {sam2} {empty}"
 
 
 def get_params_b(wildcards):

@@ -9,11 +9,11 @@ and inside it the last \\boxed{...} ("so \\boxed{C}." and "\\boxed{\\text{C}}" -
 
 `extract_choice` then accepts, in this order of precedence:
   1. the region is a letter, optionally wrapped in markup: "B", "**B**", "(B)", "B.", "B)", "*(B)*"
-  2. an answer statement, the last one wins: "The answer is C.", "Answer: (C)", "**Answer:** C",
-     "Final answer: C", "the correct answer is **(C)** guillotine"
-  3. one letter named as an option or choice: "I pick option B", "the correct option is **A**"
-  4. a leading option: "B. text" / "B) text" / "(B) text" / "B: text"
-  5. exactly one option's text appears (case-insensitive, whole words): "It looks like a guillotine."
+  2. an explicit statement: (a) an answer statement, the last one wins: "The answer is C.",
+     "Answer: (C)", "**Answer:** C", "Final answer: C", "the correct answer is **(C)** guillotine";
+     else (b) one letter named as an option or choice: "I pick option B", "the correct option is **A**"
+  3. a leading option: "B. text" / "B) text" / "(B) text" / "B: text"
+  4. exactly one option's text appears (case-insensitive, whole words): "It looks like a guillotine."
 A letter that is not among the options, several different letters at one level, or nothing above
 -> None (counted as a parse failure and scored wrong).
 
