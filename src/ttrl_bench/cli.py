@@ -269,16 +269,23 @@ def cmd_plot_figures(args) -> None:
 
 
 def cmd_audit_reward(args) -> None:
+    import pandas as pd
+
     from .adaptation.presets import PRESETS, method_task
     from .results.figures import advantage_audit
     from .results.tables import to_markdown
-    from .rewards.audit import audit, rewards_by_method, sample_groups
+    from .rewards.audit import audit, rewards_by_method, sample_groups, sample_object_groups
 
     groups = sample_groups(args.groups, args.num_generations, args.seed)
-    # the MCQ methods: their answers are letters, as the sampled groups are
+    # the MCQ methods on letter groups; grounding methods on object groups of VR-TTRL's 8 rollouts
     methods = {m: {"reward": p["reward"], "params": p["reward_params"]} for m, p in PRESETS.items()
                if method_task(m) == "mcq"}
-    table = audit(groups, methods)
+    grounding = {}
+    for m, p in PRESETS.items():  # one row per distinct reward: many presets differ in schedule only
+        spec = {"reward": p["reward"], "params": p["reward_params"]} if method_task(m) == "grounding" else None
+        if spec and spec not in grounding.values():
+            grounding[m] = spec
+    table = pd.concat([audit(groups, methods), audit(sample_object_groups(args.groups, 8, args.seed), grounding)])
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "reward_audit.csv", index=False)

@@ -44,6 +44,34 @@ def sample_groups(n_groups: int, num_generations: int, seed: int, unparsable: fl
     return groups
 
 
+def sample_object_groups(n_groups: int, num_generations: int, seed: int, unparsable: float = 0.1,
+                         invalid: float = 0.05) -> list[list]:
+    """Answer groups as a VLM produces them on referring grounding (one target): each prompt has
+    a target box (sides 20-200 px) and its own spread (box corners jittered by N(0, s), s ~ U(2, 20)
+    px); each completion's point is its box centre moved by N(0, box side / 3), so some points
+    fall outside their own box; a share is unparsable (None), another gets an extra object without
+    a point (invalid). Shares and spreads are the audit's assumptions, not measured values."""
+    rng = np.random.default_rng(seed)
+    groups = []
+    for _ in range(n_groups):
+        x, y = rng.uniform(0, 400, size=2)
+        w, h = rng.uniform(20, 200, size=2)
+        spread = rng.uniform(2, 20)
+        group = []
+        for _ in range(num_generations):
+            if rng.random() < unparsable:
+                group.append(None)
+                continue
+            x1, y1, x2, y2 = np.round([x, y, x + w, y + h] + rng.normal(0, spread, size=4)).tolist()
+            px, py = np.round([(x1 + x2) / 2, (y1 + y2) / 2] + rng.normal(0, [w / 3, h / 3])).tolist()
+            answer = [{"bbox_2d": [x1, y1, x2, y2], "point_2d": [px, py]}]
+            if rng.random() < invalid:
+                answer.append({"bbox_2d": [x1, y1, x2, y2]})
+            group.append(answer)
+        groups.append(group)
+    return groups
+
+
 def sample_uncertainties(groups: list[list], seed: int) -> list[list[float]]:
     """Per-completion uncertainties in [0, 1] for rewards that need them (DARE): Beta(2, 5), a
     skew towards confident completions as normalised token entropies show."""
