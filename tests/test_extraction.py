@@ -94,3 +94,40 @@ def test_short_answers_in_tags_and_boxes():
     assert extract_short_answer("The answer is \\boxed{cube}.") == "cube"
     assert extract_short_answer("<think>hm</think>\nAnswer: 12.") == "12"
     assert extract_short_answer("  ") is None
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("B", "B"),
+        ("B.", "B"),
+        ("**C**", "C"),
+        ("I think a cat. B", "B"),  # the last standalone A-D
+        ("it is a dog", "A"),  # upper-cased first: the article is read as option A
+        ("The answer is C, not D.", "D"),
+        ("guillotine", None),  # no letter: TTRV keeps the text as the answer, never a gold letter
+        ("E", None),  # regex covers A-D only; "E" survives as text but is not among 4 options
+    ],
+)
+def test_ttrv_choice_as_choice_answer_clean_gpqa(text, expected):
+    """TTRV qwen_math_parser.py `choice_answer_clean_gpqa`: strip, findall(r"\\b(A|B|C|D)\\b",
+    pred.upper()), take the last; else the stripped text."""
+    from ttrl_bench.evaluation.extraction import ttrv_choice
+
+    assert ttrv_choice(text, OPTIONS) == expected
+
+
+def test_ttrv_choice_keeps_a_fifth_letter_given_alone():
+    from ttrl_bench.evaluation.extraction import ttrv_choice
+
+    assert ttrv_choice("E.", ["1", "2", "3", "4", "5"]) == "E"
+
+
+def test_choice_parser_option_of_the_mcq_task():
+    from ttrl_bench.evaluation.tasks import MCQTask
+
+    row = {"options": OPTIONS}
+    assert MCQTask().parse("it is a guillotine", row) == "C"
+    assert MCQTask(choice_parser="ttrv").parse("it is a guillotine", row) == "A"
+    with pytest.raises(ValueError, match="evaluation.mcq.choice_parser"):
+        MCQTask(choice_parser="llm")

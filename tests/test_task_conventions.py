@@ -57,3 +57,14 @@ def test_grounding_metrics_take_the_empty_mask_option(empty, giou):
     metrics = GroundingTask(empty_mask_iou=empty).metrics(frame)
     assert metrics["box_giou"] == pytest.approx(giou)
     assert metrics["box_ciou"] == pytest.approx(100.0)
+
+
+def test_task_for_passes_the_evaluation_options():
+    from ttrl_bench.evaluation.extraction import extract_choice, ttrv_choice
+    from ttrl_bench.evaluation.tasks import task_for
+
+    assert task_for("demo-digits").choose is extract_choice
+    assert task_for("demo-digits", choice_parser="ttrv").choose is ttrv_choice
+    assert task_for("mme", choice_parser="ttrv").choose is ttrv_choice
+    assert task_for("demo-digit-scenes").empty_mask_iou == "zero"
+    assert task_for("demo-digit-scenes", empty_mask_iou="one").empty_mask_iou == "one"

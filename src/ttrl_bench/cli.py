@@ -107,7 +107,7 @@ def _evaluation_set(data_dir: Path, args):
     from .datasets.sampling import select_adaptation_samples
     from .evaluation.tasks import task_for
 
-    task = task_for(args.dataset, args.sam2, data_dir, args.empty_mask_iou)
+    task = task_for(args.dataset, args.sam2, data_dir, args.empty_mask_iou, args.choice_parser)
     test = load_manifest(data_dir, "test")
     if task.family == "mcq" and args.exclude_adaptation_samples:
         held_out = set(_adaptation_samples(data_dir, args.n_adapt, args.seed, args.sampling)["id"])
@@ -343,6 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--sam2", help="SAM2 checkpoint directory: grounding masks from the predicted boxes and points")
         p.add_argument("--empty-mask-iou", choices=["zero", "one", "skip"], default="zero",
                        help="gIoU of a both-empty sample (config evaluation.grounding.empty_mask_iou)")
+        p.add_argument("--choice-parser", choices=["robust", "ttrv"], default="robust",
+                       help="how option letters are read (config evaluation.mcq.choice_parser)")
 
     p = sub.add_parser("evaluate", help="step 3: greedy evaluation on a dataset's test split")
     run_args(p, "--dataset")

@@ -17,10 +17,9 @@ and inside it the last \\boxed{...} ("so \\boxed{C}." and "\\boxed{\\text{C}}" -
 A letter that is not among the options, several different letters at one level, or nothing above
 -> None (counted as a parse failure and scored wrong).
 
-TTRV's own parser (Akshit21112002/TTRV verl/utils/reward_score/ttrl/qwen/qwen_math_parser.py
-`choice_answer_clean_gpqa`) takes the last standalone A-D of the upper-cased output, else the
-whole output as the answer; it reads the article in "a dog" as option A, so it is not used here:
-TTRV's prompts ask for the letter alone, and on such outputs the two agree.
+TTRV's own parser, `ttrv_choice` (config evaluation.mcq.choice_parser: ttrv), reads the article
+in "a dog" as option A, so it is not the default: TTRV's prompts ask for the letter alone, and on
+such outputs the two agree.
 
 `extract_short_answer` reads free-form answers (questions without options): in the answer region, a
 \\boxed{...} value, else what follows "answer is" / "Answer:", else the whole region.
@@ -81,6 +80,23 @@ def extract_choice(text: str | None, options: list[str]) -> str | None:
         if re.search(rf"(?<!\w){re.escape(option.lower())}(?!\w)", lowered)
     ]
     return found[0] if len(found) == 1 else None
+
+
+_TTRV_LETTER = re.compile(r"\b(A|B|C|D)\b")
+
+
+def ttrv_choice(text: str | None, options: list[str]) -> str | None:
+    """Akshit21112002/TTRV verl/utils/reward_score/ttrl/qwen/qwen_math_parser.py
+    `choice_answer_clean_gpqa` (task "gpqa" of auto_extract): the last standalone A-D of the
+    upper-cased output ("I think a cat. B" -> "B", "it is a dog" -> "A"); without one, the
+    stripped output itself is the answer, which matches a gold letter only when it is one ("E").
+    Here an output that is no valid letter is None (TTRV keeps its text as an answer value)."""
+    if not text:
+        return None
+    cleaned = text.strip("\n").rstrip(".").rstrip("/").strip(" ").lstrip(":")
+    letters = _TTRV_LETTER.findall(cleaned.upper())
+    answer = letters[-1] if letters else cleaned.strip().strip(".").rstrip("/")
+    return answer if answer in OPTION_LETTERS[: len(options)] else None
 
 
 _ANSWER_IS = re.compile(r"(?i:answer)\s*(?i:is)?\s*[:\-]?\s*(.+)")

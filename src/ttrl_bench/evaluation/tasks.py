@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..datasets.registry import get_dataset
 from ..rewards import grounding
-from .extraction import answer_region, extract_choice, extract_short_answer, short_answers_match
+from .extraction import answer_region, extract_choice, extract_short_answer, short_answers_match, ttrv_choice
 from .metrics import giou_ciou_from_counts, mme_score, smape_score
 
 
@@ -26,9 +26,15 @@ class MCQTask:
     family = "mcq"
     primary = "accuracy"
 
+    def __init__(self, choice_parser: str = "robust"):
+        # config evaluation.mcq.choice_parser: "robust" = extract_choice, "ttrv" = TTRV's parser
+        if choice_parser not in ("robust", "ttrv"):
+            raise ValueError(f"evaluation.mcq.choice_parser must be 'robust' or 'ttrv', got {choice_parser!r}")
+        self.choose = extract_choice if choice_parser == "robust" else ttrv_choice
+
     def parse(self, text: str, row: dict):
         options = list(row["options"])
-        return extract_choice(text, options) if options else extract_short_answer(text)
+        return self.choose(text, options) if options else extract_short_answer(text)
 
     def gold(self, row: dict):
         return row["answer"]
@@ -202,12 +208,16 @@ TASKS = {
 }
 
 
-def task_for(dataset: str, sam2: str | None = None, image_root=None, empty_mask_iou: str = "zero"):
+def task_for(dataset: str, sam2: str | None = None, image_root=None, empty_mask_iou: str = "zero",
+             choice_parser: str = "robust"):
     """The task of a dataset; `sam2`: a SAM2 checkpoint for grounding masks, `empty_mask_iou`:
-    how a sample with empty prediction and target counts in gIoU (evaluation only)."""
+    how a sample with empty prediction and target counts in gIoU, `choice_parser`: how option
+    letters are read (evaluation only; config evaluation.grounding / evaluation.mcq)."""
     spec = get_dataset(dataset)
     if dataset == "mme":
-        return MMETask()
+        return MMETask(choice_parser)
+    if spec.task in ("recognition", "vqa") and choice_parser != "robust":
+        return MCQTask(choice_parser)
     if spec.task not in TASKS:
         raise NotImplementedError(f"dataset {dataset!r}: task {spec.task!r} has no evaluation yet")
     task = TASKS[spec.task]
