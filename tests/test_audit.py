@@ -72,4 +72,5 @@ def test_audit_of_grounding_groups_counts_points_outside_their_box():
     outside = sum(a is not None and not point_in_box(a[0]) for g in groups for a in g) / (16 * 8)
     assert 0 < outside < 1  # the sampler produces both kinds
     assert table["convention_point_outside_box"] == pytest.approx(outside)
-    assert {f"changed_by_{n}" for n in ("pixel_iou", "point_in_box", "point_distance", "invalid_object")} <= set(table.index)
+    flips = ("pixel_iou", "point_in_box", "point_distance", "invalid_object")
+    assert {f"changed_by_{n}" for n in flips} <= set(table.index)

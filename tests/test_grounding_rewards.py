@@ -232,3 +232,10 @@ def test_convention_counts_and_changes_reach_last_stats():
     assert get_reward("vr_ttrl_consensus", non_repeat="thinking").format_params == {"non_repeat": "thinking"}
     with pytest.raises(TypeError, match="point_distance"):
         get_reward("vr_ttrl_consensus", point_distance="manhattan")
+
+
+def test_conventions_from_a_methods_reward_params():
+    params = {"thresholds": "base", "anti": False, "point_in_box": False, "invalid_object": "drop_object"}
+    assert Conventions.from_params(params) == Conventions(point_in_box=False, invalid_object="drop_object")
+    with pytest.raises(TypeError, match="invalid_object"):
+        Conventions.from_params({"invalid_object": "keep"})

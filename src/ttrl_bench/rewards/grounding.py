@@ -61,6 +61,11 @@ class Conventions:
     point_distance: str = "euclidean"
     invalid_object: str = "zero_answer"
 
+    @classmethod
+    def from_params(cls, reward_params: dict) -> "Conventions":
+        """The conventions named in a method's reward_params (other keys ignored)."""
+        return cls(**{f.name: reward_params[f.name] for f in fields(cls) if f.name in reward_params})
+
     def __post_init__(self):
         if self.point_distance not in ("euclidean", "l1"):
             raise TypeError(f"point_distance must be 'euclidean' or 'l1', got {self.point_distance!r}")
@@ -139,7 +144,8 @@ def answer_format_reward(text: str) -> float:
     for item in data:
         if isinstance(item, dict):
             box, point = item.get("bbox_2d"), item.get("point_2d")
-            total += ((isinstance(box, list) and len(box) == 4) + (isinstance(point, list) and len(point) == 2)) / len(data)
+            passed = (isinstance(box, list) and len(box) == 4) + (isinstance(point, list) and len(point) == 2)
+            total += passed / len(data)
         elif not isinstance(item, (list, str)) or "bbox_2d" in item or "point_2d" in item:
             break
     return total

@@ -83,7 +83,8 @@ def _consensus(thresholds: str = "base", anti: bool = False, pixel_iou: bool = T
         return lambda answers: grounding.consensus(answers, limits, anti=anti, conventions=with_conventions)[1]
 
     alternatives = {name: score(grounding.flipped(conventions, name)) for name in grounding.DEPARTURES}
-    return Reward(score(conventions), grounding.convention_counts, alternatives, format_params={"non_repeat": non_repeat})
+    return Reward(score(conventions), grounding.convention_counts, alternatives,
+                  format_params={"non_repeat": non_repeat})
 
 
 _FACTORIES: dict[str, Callable[..., Reward]] = {
