@@ -55,8 +55,9 @@ def majority_vote(answers: Sequence[Answer], unparsable: str = "answer") -> list
     PRIME-RL/TTRL ttt_metrics.py: `auto_verify` against the estimated label, and grade_answer("", "")
     is True, so when unparsable outputs are the majority they are the ones rewarded."""
     label = majority_answer(answers, unparsable)
-    counted = answer_counts(answers, unparsable)
-    return [1.0 if a in counted and a == label else 0.0 for a in answers]
+    if label is None and unparsable == "no_reward":  # nothing parsed
+        return [0.0] * len(answers)
+    return [1.0 if a == label else 0.0 for a in answers]
 
 
 def answer_entropy(answers: Sequence[Answer]) -> float:
