@@ -206,7 +206,10 @@ def get_eval_flags(wildcards):
     per_task = config["evaluation"][TASK[dataset]]
     exclude = "--exclude-adaptation-samples" if config["evaluation"]["exclude_adaptation_samples"] else ""
     sam2 = f"--sam2 {per_task['sam2']}" if per_task.get("sam2") else ""
-    return f"--max-new-tokens {per_task['max_new_tokens']} --eval-samples {per_task['samples']} {exclude} {sam2}"
+    empty = f"--empty-mask-iou {per_task['empty_mask_iou']}" if per_task.get("empty_mask_iou") else ""
+    parser = f"--choice-parser {per_task['choice_parser']}" if per_task.get("choice_parser") else ""
+    return (f"--max-new-tokens {per_task['max_new_tokens']} --eval-samples {per_task['samples']} {exclude} {sam2} "
+            f"{empty} {parser}")
 
 
 def get_params_b(wildcards):

@@ -49,3 +49,28 @@ def test_audit_covers_dare_with_sampled_uncertainties():
     methods = {**TTRV_METHODS, "dare": {"reward": "dare", "params": {"alpha": 0.5, "tau": 0.05, "uncertainty": "vocab"}}}
     table = audit(sample_groups(16, 8, seed=0), methods).set_index(["method", "scale_rewards"])
     assert table.loc[("dare", "group"), "advantage_std"] > 0
+
+
+def test_audit_reports_how_often_the_unparsable_convention_changes_ttrv():
+    """Every unparsable completion gets p(None) > 0 with unparsable="answer" and 0 with
+    "no_reward", and no parsed completion changes: the two shares must be equal."""
+    groups = sample_groups(32, 8, seed=0, unparsable=0.25)
+    table = audit(groups, TTRV_METHODS).set_index(["method", "scale_rewards"])
+    row = table.loc[("ttrv", "group")]
+    none_share = sum(a is None for g in groups for a in g) / (32 * 8)
+    assert row["convention_unparsable"] == pytest.approx(none_share)
+    assert row["changed_by_unparsable"] == pytest.approx(none_share)
+    assert np.isnan(table.loc[("ttrv-no-frequency", "group"), "changed_by_unparsable"])  # same either way
+
+
+def test_audit_of_grounding_groups_counts_points_outside_their_box():
+    from ttrl_bench.rewards.audit import sample_object_groups
+    from ttrl_bench.rewards.grounding import point_in_box
+
+    groups = sample_object_groups(16, 8, seed=0)
+    table = audit(groups, {"vr-ttrl": {"reward": "vr_ttrl_consensus"}}, scales=("group",)).iloc[0]
+    outside = sum(a is not None and not point_in_box(a[0]) for g in groups for a in g) / (16 * 8)
+    assert 0 < outside < 1  # the sampler produces both kinds
+    assert table["convention_point_outside_box"] == pytest.approx(outside)
+    flips = ("pixel_iou", "point_in_box", "point_distance", "invalid_object")
+    assert {f"changed_by_{n}" for n in flips} <= set(table.index)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ttrl_bench.evaluation.extraction import extract_choice
+from ttrl_bench.evaluation.extraction import answer_region, extract_choice, extract_short_answer
 
 OPTIONS = ["neck brace", "shopping cart", "guillotine", "garbage truck"]
 
@@ -25,6 +25,23 @@ OPTIONS = ["neck brace", "shopping cart", "guillotine", "garbage truck"]
         ("It looks like a guillotine.", "C"),
         ("garbage truck", "D"),
         ("Shopping Cart", "B"),
+        # reasoning-tuned habits: tags, boxes, markup, "Answer:" lines
+        ("<answer>C</answer>", "C"),
+        ("<answer> (C) </answer>", "C"),
+        ("<think>Is it A or B? Not A. Maybe D.</think>\n<answer>C</answer>", "C"),
+        ("<think>Option A is a brace, option B a cart.</think> The answer is C.", "C"),
+        ("<think>a guillotine or a garbage truck</think>\nguillotine", "C"),
+        ("\\boxed{C}", "C"),
+        ("So the final answer is $\\boxed{\\text{C}}$.", "C"),
+        ("<answer>\\boxed{D}</answer>", "D"),
+        ("*(C)*", "C"),
+        ("Answer: (C)", "C"),
+        ("**Answer:** C", "C"),
+        ("Final answer: C. guillotine", "C"),
+        ("The correct answer is **(C)** guillotine.", "C"),
+        ("Option A is wrong and option B too, so the answer is C.", "C"),
+        ("I first thought the answer is A, but the answer is C.", "C"),  # the last statement wins
+        ("C: guillotine", "C"),
     ],
 )
 def test_extracts_the_chosen_letter(text, expected):
@@ -42,6 +59,10 @@ def test_extracts_the_chosen_letter(text, expected):
         "I am not sure.",
         "the answer is a dog",  # lower-case 'a' is an article, not option A
         "thre",
+        "<answer>E</answer>",  # not among the options
+        "<think>A or B</think><answer>I cannot tell.</answer>",  # the answer region names nothing
+        "<think>It is C.</think><answer>no idea</answer>",  # the thinking is not the answer
+        "Option A or option B.",  # two letters named
     ],
 )
 def test_unreadable_outputs_are_none(text):
@@ -57,3 +78,56 @@ def test_option_text_must_match_whole_words():
 def test_two_options_only_accept_a_and_b():
     assert extract_choice("B", ["No", "Yes"]) == "B"
     assert extract_choice("C", ["No", "Yes"]) is None
+
+
+def test_answer_region_order():
+    assert answer_region("<think>x</think><answer>first</answer> <answer>last</answer>") == "last"
+    # an empty answer tag is no answer: the text after </think> is used
+    assert answer_region("<think>x</think><answer> </answer> after") == "<answer> </answer> after"
+    assert answer_region("<think>x</think> after") == " after"
+    assert answer_region("<think>unfinished thought") == "<think>unfinished thought"
+    assert answer_region("\\boxed{1} then \\boxed{2}") == "2"
+
+
+def test_short_answers_in_tags_and_boxes():
+    assert extract_short_answer("<think>3 or 4?</think><answer>3.5</answer>") == "3.5"
+    assert extract_short_answer("The answer is \\boxed{cube}.") == "cube"
+    assert extract_short_answer("<think>hm</think>\nAnswer: 12.") == "12"
+    assert extract_short_answer("  ") is None
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("B", "B"),
+        ("B.", "B"),
+        ("**C**", "C"),
+        ("I think a cat. B", "B"),  # the last standalone A-D
+        ("it is a dog", "A"),  # upper-cased first: the article is read as option A
+        ("The answer is C, not D.", "D"),
+        ("guillotine", None),  # no letter: TTRV keeps the text as the answer, never a gold letter
+        ("E", None),  # regex covers A-D only; "E" survives as text but is not among 4 options
+    ],
+)
+def test_ttrv_choice_as_choice_answer_clean_gpqa(text, expected):
+    """TTRV qwen_math_parser.py `choice_answer_clean_gpqa`: strip, findall(r"\\b(A|B|C|D)\\b",
+    pred.upper()), take the last; else the stripped text."""
+    from ttrl_bench.evaluation.extraction import ttrv_choice
+
+    assert ttrv_choice(text, OPTIONS) == expected
+
+
+def test_ttrv_choice_keeps_a_fifth_letter_given_alone():
+    from ttrl_bench.evaluation.extraction import ttrv_choice
+
+    assert ttrv_choice("E.", ["1", "2", "3", "4", "5"]) == "E"
+
+
+def test_choice_parser_option_of_the_mcq_task():
+    from ttrl_bench.evaluation.tasks import MCQTask
+
+    row = {"options": OPTIONS}
+    assert MCQTask().parse("it is a guillotine", row) == "C"
+    assert MCQTask(choice_parser="ttrv").parse("it is a guillotine", row) == "A"
+    with pytest.raises(ValueError, match="evaluation.mcq.choice_parser"):
+        MCQTask(choice_parser="llm")

@@ -1,17 +1,23 @@
-"""VR-TTRL structured rewards against hand-worked geometry."""
+"""VR-TTRL structured rewards against geometry worked out by hand from the Seg-Zero code
+(dvlab-research/Seg-Zero verl/utils/reward_score/vision_reasoner.py), one test per rule, and one
+per departure option (grounding.Conventions / non_repeat scope)."""
 
 import pytest
 
 from ttrl_bench.rewards.grounding import (
+    MAX_OBJECTS,
     THRESHOLDS,
+    Conventions,
     answer_format_reward,
     box_iou,
     consensus,
+    convention_counts,
     non_repeat_reward,
     pairwise_accuracy,
     parse_objects,
     thinking_format_reward,
 )
+from ttrl_bench.rewards.registry import get_reward
 
 
 def obj(box, point):
@@ -19,33 +25,99 @@ def obj(box, point):
 
 
 A = obj([0, 0, 100, 100], [50, 50])
-A_SHIFTED = obj([5, 5, 105, 105], [55, 55])  # IoU 9025/10975 = .822, L1 5, point 7.07
+A_SHIFTED = obj([5, 5, 105, 105], [55, 55])  # pixel IoU 9216/11186 = .824, L1 5, point 7.07
 B = obj([200, 200, 300, 300], [250, 250])
+CONTINUOUS = Conventions(pixel_iou=False)
 
 
-def test_box_iou_by_hand():
-    assert box_iou([0, 0, 100, 100], [5, 5, 105, 105]) == pytest.approx(9025 / 10975)
+def test_box_iou_is_inclusive_pixel_as_batch_iou():
+    """`batch_iou`: inter = max(0, xB - xA + 1) * max(0, yB - yA + 1), area = (x2 - x1 + 1)(y2 - y1 + 1).
+    [0,0,100,100] vs [5,5,105,105]: inter 96 * 96 = 9216, areas 101^2 = 10201, union 11186."""
+    assert box_iou([0, 0, 100, 100], [5, 5, 105, 105]) == pytest.approx(9216 / 11186)
+    # touching edges share a pixel column: inter 1 * 11 = 11, union 121 + 121 - 11 = 231
+    assert box_iou([0, 0, 10, 10], [10, 0, 20, 10]) == pytest.approx(11 / 231)
+    # a one-pixel box [5,5,5,5] is area 1, so two copies overlap fully
+    assert box_iou([5, 5, 5, 5], [5, 5, 5, 5]) == 1.0
     assert box_iou([0, 0, 10, 10], [20, 20, 30, 30]) == 0.0
-    assert box_iou([0, 0, 10, 10], [0, 0, 10, 10]) == 1.0
+
+
+def test_continuous_iou_option():
+    """Departure pixel_iou=False: `compute_bbox_iou` of the authors' evaluation, continuous areas."""
+    assert box_iou([0, 0, 100, 100], [5, 5, 105, 105], pixel=False) == pytest.approx(9025 / 10975)
+    assert box_iou([0, 0, 10, 10], [10, 0, 20, 10], pixel=False) == 0.0
+    assert box_iou([5, 5, 5, 5], [5, 5, 5, 5], pixel=False) == 0.0  # union 0
+
+
+def test_pixel_convention_decides_the_iou_test():
+    """[0,0,3,3] vs [1,0,4,3]: pixel IoU 12 / 20 = .6 > .5 passes; continuous 6 / 12 = .5 does not.
+    Mean box L1 (1 + 0 + 1 + 0) / 4 = .5 < 10 and equal points pass either way: 3 vs 2."""
+    p, q = [obj([0, 0, 3, 3], [1, 1])], [obj([1, 0, 4, 3], [1, 1])]
+    assert pairwise_accuracy(p, q) == 3.0
+    assert pairwise_accuracy(p, q, conventions=CONTINUOUS) == 2.0
 
 
 def test_pairwise_accuracy_counts_passed_tests():
     assert pairwise_accuracy([A], [A_SHIFTED]) == 3.0
     assert pairwise_accuracy([A], [B]) == 0.0
-    # strict: IoU .822 > .7 yes, L1 5 < 5 no, point 7.07 < 15 yes -> 2
+    # strict: IoU .824 > .7 yes, L1 5 < 5 no, point 7.07 < 15 yes -> 2
     assert pairwise_accuracy([A], [A_SHIFTED], THRESHOLDS["strict"]) == 2.0
+
+
+def test_point_counts_only_inside_its_own_box():
+    """`point_reward = (points_dist_matrix < 30) & points_in_box[:, None]`, `batch_points_in_box`
+    checks the *predicted* point against the *predicted* box, edges included. Pred point
+    [110, 50] lies 10 px right of its box [0,0,100,100]; target point [95, 50]: distance 15 < 30
+    but outside -> the point test fails: IoU 1 + L1 0 -> 2. The other way round the predicted
+    point [95, 50] is inside its box -> 3: the reward is not symmetric."""
+    outside, inside = [obj([0, 0, 100, 100], [110, 50])], [obj([0, 0, 100, 100], [95, 50])]
+    assert pairwise_accuracy(outside, inside) == 2.0
+    assert pairwise_accuracy(inside, outside) == 3.0
+    # the corner is inside: [100, 100] vs [80, 80] is 28.3 px
+    assert pairwise_accuracy([obj([0, 0, 100, 100], [100, 100])], [obj([0, 0, 100, 100], [80, 80])]) == 3.0
+
+
+def test_point_in_box_option():
+    """Departure point_in_box=False: the paper's Point L1 reward alone (VR-TTRL Section 3.2.2)."""
+    outside, inside = [obj([0, 0, 100, 100], [110, 50])], [obj([0, 0, 100, 100], [95, 50])]
+    assert pairwise_accuracy(outside, inside, conventions=Conventions(point_in_box=False)) == 3.0
+
+
+def test_point_distance_is_euclidean_and_the_paper_l1_is_an_option():
+    """`batch_points_distance` = sqrt(dx^2 + dy^2): [0,0] vs [20,20] is 28.28 < 30 -> passes;
+    the paper calls it "Point L1" (Section 3.2.2): 20 + 20 = 40 -> fails."""
+    p, q = [obj([0, 0, 100, 100], [0, 0])], [obj([0, 0, 100, 100], [20, 20])]
+    assert pairwise_accuracy(p, q) == 3.0
+    assert pairwise_accuracy(p, q, conventions=Conventions(point_distance="l1")) == 2.0
 
 
 def test_pairwise_accuracy_matches_objects_and_divides_by_the_larger_count():
     # [A, B] vs [B]: Hungarian pairs B with B (3 tests); divided by max(2, 1)
     assert pairwise_accuracy([A, B], [B]) == 1.5
-    # order does not matter
     assert pairwise_accuracy([B, A], [A_SHIFTED, B]) == 3.0
 
 
-def test_invalid_objects_are_not_compared():
-    assert pairwise_accuracy([{"bbox_2d": [1, 2, 3]}], [A]) == 0.0
+def test_object_lists_are_capped_at_120():
+    """`MAX_OBJECTS = 120`: 121 copies of A against [A] -> one matched pair (3) / max(120, 1)."""
+    assert MAX_OBJECTS == 120
+    assert pairwise_accuracy([A] * 121, [A]) == pytest.approx(3 / 120)
+    assert pairwise_accuracy([A], [A] * 130) == pytest.approx(3 / 120)
+
+
+def test_one_invalid_object_zeroes_the_answer():
+    """`[item['bbox_2d'] for item in data]` raises KeyError on an object without a box, a
+    3-number box makes `np.split(boxes, 4, axis=1)` raise; the bare `except` returns 0."""
+    assert pairwise_accuracy([A, {"point_2d": [1, 2]}], [A]) == 0.0
+    assert pairwise_accuracy([A, obj([1, 2, 3], [1, 1])], [A]) == 0.0
+    assert pairwise_accuracy([A], [A, "junk"]) == 0.0
+    assert pairwise_accuracy([], [A]) == 0.0  # np.split of an empty array raises too
     assert pairwise_accuracy(None, [A]) == 0.0
+
+
+def test_drop_object_option_scores_the_valid_objects():
+    """Departure invalid_object="drop_object" (this project's earlier rule)."""
+    drop = Conventions(invalid_object="drop_object")
+    assert pairwise_accuracy([A, {"point_2d": [1, 2]}], [A], conventions=drop) == 3.0
+    assert pairwise_accuracy([A, obj([1, 2, 3], [1, 1]), B], [A], conventions=drop) == 1.5
 
 
 def test_consensus_picks_the_answer_closest_to_all_others():
@@ -56,32 +128,114 @@ def test_consensus_picks_the_answer_closest_to_all_others():
     assert rewards == [0.0, 3.0, 3.0, 0.0, 3.0]
 
 
+def test_consensus_totals_use_each_answer_as_the_prediction():
+    """X's point lies outside its box: totals X = acc(X, Y) + acc(X, Z) = 2 + 2 = 4, Y = Z = 3 + 3
+    = 6 -> label Y; rewards acc(., Y) = [2, 3, 3]. Without the in-box test all totals are 6, the
+    label is X (first) and every reward is 3."""
+    x = [obj([0, 0, 100, 100], [110, 50])]
+    y = z = [obj([0, 0, 100, 100], [95, 50])]
+    assert consensus([x, y, z]) == (1, [2.0, 3.0, 3.0])
+    assert consensus([x, y, z], conventions=Conventions(point_in_box=False)) == (0, [3.0, 3.0, 3.0])
+
+
 def test_anti_consensus_picks_the_outlier():
     label, rewards = consensus([[B], [A], [A_SHIFTED]], anti=True)
     assert label == 0
     assert rewards == [3.0, 0.0, 0.0]
 
 
-def test_consensus_with_nothing_valid():
-    assert consensus([None, [{"bbox_2d": "x"}]]) == (None, [0.0, 0.0])
+def test_consensus_with_nothing_scorable():
+    assert consensus([None, [{"bbox_2d": "x"}], []]) == (None, [0.0, 0.0, 0.0])
+    # an answer with one invalid object cannot be the label under the authors' rule
+    assert consensus([[A, {"bbox_2d": "x"}], [A_SHIFTED]]) == (1, [0.0, 3.0])
+    assert consensus([[A, {"bbox_2d": "x"}], [A_SHIFTED]], conventions=Conventions(invalid_object="drop_object")) == (
+        0, [3.0, 3.0])
 
 
-def test_parse_objects():
+def test_parse_objects_needs_a_json_list():
     text = '<think>one dog.</think><answer>[{"bbox_2d": [1, 2, 3, 4], "point_2d": [2, 3]}]</answer>'
     assert parse_objects(text) == [obj([1, 2, 3, 4], [2, 3])]
-    assert parse_objects('<answer>{"bbox_2d": [1, 2, 3, 4]}</answer>') == [{"bbox_2d": [1, 2, 3, 4]}]
-    assert parse_objects("<answer>[1, 2]</answer>") is None
+    # a lone object: the authors' `for item in data` walks the dict's keys and fails
+    assert parse_objects('<answer>{"bbox_2d": [1, 2, 3, 4]}</answer>') is None
+    assert parse_objects("<answer>[1, 2]</answer>") == [1, 2]  # a list; its items are invalid objects
     assert parse_objects("<answer>not json</answer>") is None
     assert parse_objects("no tags") is None
 
 
-def test_format_rewards():
-    good = '<think>a. b.</think> <answer>[]</answer>'
+def test_thinking_format_matches_the_text_as_generated():
+    """`re.fullmatch(r"<think>.*?</think>\\s*<answer>.*?</answer>", predict_str, re.DOTALL)`,
+    no strip: a trailing newline or a leading space fails."""
+    good = "<think>a. b.</think> <answer>[]</answer>"
     assert thinking_format_reward(good) == 1.0
+    assert thinking_format_reward(good + "\n") == 0.0
+    assert thinking_format_reward(" " + good) == 0.0
     assert thinking_format_reward("<answer>[]</answer>") == 0.0
-    assert thinking_format_reward(good + " trailing") == 0.0
-    # objects: valid box + valid point = 2; box only = 1; point with 3 numbers = 0 -> mean 1
-    assert answer_format_reward([A, {"bbox_2d": [1, 2, 3, 4]}, {"point_2d": [1, 2, 3]}]) == 1.0
-    assert answer_format_reward([]) == 0.0
-    assert non_repeat_reward("<think>The dog is left. The cat is right.</think>") == 1.0
-    assert non_repeat_reward("<think>The dog is left. The dog is left.</think>") == 0.0
+
+
+def test_answer_format_reward_as_segmentation_format():
+    """`segmentation_format`: a JSON list; per dict item (bbox_2d a list of 4) + (point_2d a list
+    of 2), divided by len(list); entry types unchecked; a dict or empty list scores 0; a string
+    item holding a key name raises inside the loop and the sum so far is returned."""
+    box_only, strings = {"bbox_2d": [1, 2, 3, 4]}, {"bbox_2d": ["a", "b", "c", "d"], "point_2d": ["x", "y"]}
+    wrap = lambda items: "<answer>" + __import__("json").dumps(items) + "</answer>"  # noqa: E731
+    # (2 + 1 + 0) / 3 for A, a box-only object, a 3-number point
+    assert answer_format_reward(wrap([A, box_only, {"point_2d": [1, 2, 3]}])) == pytest.approx(1.0)
+    assert answer_format_reward(wrap([strings])) == 2.0
+    assert answer_format_reward(wrap(A)) == 0.0  # not a list
+    assert answer_format_reward(wrap([])) == 0.0
+    assert answer_format_reward(wrap([A, [1, 2], A])) == pytest.approx(4 / 3)  # a list item adds 0
+    assert answer_format_reward(wrap([A, "bbox_2d", A])) == pytest.approx(2 / 3)  # stops at the string
+    assert answer_format_reward(wrap([A, 7, A])) == pytest.approx(2 / 3)  # `'bbox_2d' in 7` raises
+    assert answer_format_reward("no answer") == 0.0
+
+
+def test_non_repeat_splits_the_whole_output_and_tolerates_one_repeat():
+    """`vision_reasoner_non_repeat_reward`: `predict_str.split('.')`, stripped, empties dropped;
+    `repeats` counts sentences seen before and the reward is 0 once repeats >= 2."""
+    assert non_repeat_reward("A cat. A cat. A dog.") == 1.0  # one repeat: tolerated
+    assert non_repeat_reward("A cat. A cat. A cat.") == 0.0
+    assert non_repeat_reward("A cat. A cat. A dog. A dog.") == 0.0
+    # the whole output: "<think>Look left" and "Look left</think>..." differ from "Look left"
+    thinking_repeats = "<think>Look left. Look left. Look left</think><answer>[]</answer>"
+    assert non_repeat_reward(thinking_repeats) == 1.0
+    # and text after the tags counts: "...</answer> Dog", then "Dog" three times (2 repeats)
+    assert non_repeat_reward("<think>ok</think><answer>x</answer> Dog. Dog. Dog. Dog.") == 0.0
+
+
+def test_non_repeat_thinking_scope_option():
+    """Departure non_repeat="thinking": the paper's "split the thinking process" (Section 3.2.1)."""
+    thinking_repeats = "<think>Look left. Look left. Look left</think><answer>[]</answer>"
+    assert non_repeat_reward(thinking_repeats, scope="thinking") == 0.0
+    assert non_repeat_reward("<think>ok</think><answer>x</answer> Dog. Dog. Dog.", scope="thinking") == 1.0
+    with pytest.raises(TypeError, match="non_repeat"):
+        non_repeat_reward("x", scope="answer")
+
+
+def test_convention_counts_and_changes_reach_last_stats():
+    """Group [X (point outside its box), Y, Z, None, [A, invalid]]: shares of 5 completions."""
+    x = [obj([0, 0, 100, 100], [110, 50])]
+    y = [obj([0, 0, 100, 100], [95, 50])]
+    group = [x, y, y, None, [A, {"bbox_2d": [1]}]]
+    assert convention_counts(group) == {"unparsable": 0.2, "invalid_object": 0.2, "over_max_objects": 0.0,
+                                        "point_outside_box": 0.2}
+    reward = get_reward("vr_ttrl_consensus")
+    # label Y: X 2, Y 3, Y 3, None 0, [A, invalid] 0 (A vs Y would pass IoU .. but the answer is zeroed)
+    assert reward(group) == [2.0, 3.0, 3.0, 0.0, 0.0]
+    stats = reward.last_stats
+    assert stats["convention_point_outside_box"] == 0.2
+    # in-box off: label X, everyone scores 3 against X except None and [A, invalid]: X 2 -> 3 changes
+    assert stats["changed_by_point_in_box"] == pytest.approx(0.2)
+    # drop_object: [A] vs Y: IoU 1, L1 0, point [50,50] vs [95,50] = 45 > 30 -> 2: that one changes
+    assert stats["changed_by_invalid_object"] == pytest.approx(0.2)
+    assert stats["changed_by_pixel_iou"] == 0.0 and stats["changed_by_point_distance"] == 0.0
+    assert reward.format_params == {"non_repeat": "output"}
+    assert get_reward("vr_ttrl_consensus", non_repeat="thinking").format_params == {"non_repeat": "thinking"}
+    with pytest.raises(TypeError, match="point_distance"):
+        get_reward("vr_ttrl_consensus", point_distance="manhattan")
+
+
+def test_conventions_from_a_methods_reward_params():
+    params = {"thresholds": "base", "anti": False, "point_in_box": False, "invalid_object": "drop_object"}
+    assert Conventions.from_params(params) == Conventions(point_in_box=False, invalid_object="drop_object")
+    with pytest.raises(TypeError, match="invalid_object"):
+        Conventions.from_params({"invalid_object": "keep"})

@@ -13,12 +13,21 @@ def test_accuracy_rejects_mismatched_lengths():
 
 
 def test_smape_score_matches_capture_formula():
-    # errors: |3-4|/(3+4) = 1/7; exact -> 0; None -> 1; |0-2|/(0+2) = 1
-    # sMAPE = (1/7 + 0 + 1 + 1) / 4 = 0.535714; score = 0.464286
+    """CAPTURe compute_smape.py `compute_mape`: per sample |v - g| / (|v| + |g|) * 100, an
+    unparsable answer (-1 from `safe_string_to_int`) adds 100 and is counted; mean over all.
+    errors: |3-4|/(3+4) = 1/7; exact -> 0; None -> 1; |0-2|/(0+2) = 1 (a zero count)
+    sMAPE = (1/7 + 0 + 1 + 1) / 4 = 0.535714; score = 0.464286"""
     assert smape_score([3, 5, None, 0], [4, 5, 6, 2]) == pytest.approx(1 - (1 / 7 + 2) / 4)
 
 
+def test_smape_negative_count_scores_like_the_unparsable_marker():
+    # |-3 - 5| / (3 + 5) = 1: any negative count is as wrong as CAPTURe's -1
+    assert smape_score([-3], [5]) == 0.0
+    assert smape_score([-1], [5]) == smape_score([None], [5]) == 0.0
+
+
 def test_smape_of_zero_against_zero_is_perfect():
+    # the authors' 0 / 0 raises ZeroDivisionError; a right count of nothing scores 1 here
     assert smape_score([0], [0]) == 1.0
 
 
@@ -37,10 +46,31 @@ def test_giou_ciou_by_hand():
     assert ciou == pytest.approx(4 / 18)
 
 
-def test_empty_prediction_of_an_empty_target_is_perfect():
+def test_empty_prediction_and_target_count_as_the_authors_evaluation():
+    """VisionReasoner evaluation_segmentation.py `compute_iou`: union 0 -> (0, 0);
+    calculate_iou_with_bbox.py: `iou = intersection / union if union > 0 else 0`, kept in the mean;
+    cIoU `total_intersection / total_union if total_union > 0 else 0`.
+    Samples (I, U): (4, 16) IoU .25; (0, 0) both empty; (0, 9) empty prediction (or unparsable:
+    union = the gold mask) -> gIoU (.25 + 0 + 0) / 3, cIoU 4 / 25."""
     from ttrl_bench.evaluation.metrics import giou_ciou_from_counts
 
-    assert giou_ciou_from_counts([0], [0]) == (1.0, 1.0)
+    assert giou_ciou_from_counts([4, 0, 0], [16, 0, 9]) == (pytest.approx(0.25 / 3), pytest.approx(4 / 25))
+    assert giou_ciou_from_counts([0], [0]) == (0.0, 0.0)
+
+
+def test_empty_mask_options_lisa_and_seg_zero_skip():
+    """Departures: "one" = LISA (`acc_iou[union == 0] += 1.0`) -> gIoU (.25 + 1 + 0) / 3;
+    "skip" = Seg-Zero evaluation.py (the bare `return 0` fails to unpack, the sample is dropped)
+    -> gIoU (.25 + 0) / 2. cIoU 4 / 25 in both: the empty sample adds nothing to either sum."""
+    from ttrl_bench.evaluation.metrics import giou_ciou_from_counts
+
+    assert giou_ciou_from_counts([4, 0, 0], [16, 0, 9], "one") == (pytest.approx(1.25 / 3), pytest.approx(4 / 25))
+    assert giou_ciou_from_counts([4, 0, 0], [16, 0, 9], "skip") == (pytest.approx(0.125), pytest.approx(4 / 25))
+    assert giou_ciou_from_counts([0], [0], "one") == (1.0, 0.0)
+    with pytest.raises(ValueError, match="drops them all"):
+        giou_ciou_from_counts([0], [0], "skip")
+    with pytest.raises(ValueError, match="evaluation.grounding.empty_mask_iou"):
+        giou_ciou_from_counts([0], [0], "half")
 
 
 def test_pass_at_k_by_hand():

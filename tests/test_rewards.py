@@ -22,16 +22,35 @@ H_HALF_QUARTER_QUARTER = 1.0397208
 
 def test_majority_vote_rewards_the_most_frequent_answer():
     assert majority_vote(["A", "B", "A", None]) == [1.0, 0.0, 1.0, 0.0]
+    assert majority_vote(["A", "B", "A", None], unparsable="no_reward") == [1.0, 0.0, 1.0, 0.0]
 
 
 def test_majority_vote_tie_goes_to_the_first_answer_seen():
+    """PRIME-RL/TTRL ttt_metrics.py: `Counter(model_answers).most_common(1)`; for n=1 Counter uses
+    max(), which keeps the first of equal counts, i.e. the answer seen first."""
     assert majority_answer(["B", "A", "A", "B"]) == "B"
     assert majority_vote(["B", "A", "A", "B"]) == [1.0, 0.0, 0.0, 1.0]
+    assert majority_answer([None, "A", None, "A"]) is None  # None seen first wins the tie
 
 
-def test_majority_vote_all_unparsable_gets_nothing():
-    assert majority_answer([None, None, None]) is None
-    assert majority_vote([None, None, None]) == [0.0, 0.0, 0.0]
+def test_majority_vote_unparsable_majority_as_the_authors_code():
+    """PRIME-RL/TTRL ttt_metrics.py `test_time_train_metrics`: `auto_extract` maps a failed
+    extraction to "" (qwen_math_parser.extract_answer returns "" when nothing is found), "" is
+    counted like any answer, wins most_common with 2 of 3, and `auto_verify` against label ""
+    gives grade_answer("", "") == True (normalize_answer("") == "") -> the unparsable pair gets 1."""
+    assert majority_answer([None, None, "A"]) is None
+    assert majority_vote([None, None, "A"]) == [1.0, 1.0, 0.0]
+    assert majority_vote([None, None, None]) == [1.0, 1.0, 1.0]
+
+
+def test_majority_vote_no_reward_option_never_rewards_unparsable():
+    """Departure unparsable="no_reward" (this project's earlier rule): None is never the label."""
+    assert majority_answer([None, None, "A"], unparsable="no_reward") == "A"
+    assert majority_vote([None, None, "A"], unparsable="no_reward") == [0.0, 0.0, 1.0]
+    assert majority_answer([None, None, None], unparsable="no_reward") is None
+    assert majority_vote([None, None, None], unparsable="no_reward") == [0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="unparsable"):
+        majority_vote(["A"], unparsable="drop")
 
 
 def test_answer_entropy():
@@ -57,9 +76,32 @@ def test_ttrv_single_answer_group_has_no_diversity_penalty():
     assert ttrv(["D"] * 4, entropy="normalized") == [1.0] * 4
 
 
-def test_ttrv_unparsable_completions_get_no_frequency_reward():
-    # outcomes A: 2, None: 2 -> H = ln 2 = 0.693147; 0.75 H = 0.519860
-    assert ttrv(["A", "A", None, None]) == pytest.approx([-0.019860, -0.019860, -0.519860, -0.519860], abs=1e-6)
+def test_ttrv_unparsable_is_one_more_answer_as_the_authors_code():
+    """Akshit21112002/TTRV ttt_metrics.py `test_time_train_metrics`: `auto_extract` turns an
+    unparsable output into "", `reward_p = counter[ans] / total` gives it a frequency, and the
+    entropy sums over `counter.values()`, "" included.
+    Outcomes A: 2, None: 2 -> p = .5 each; H = ln 2 = 0.693147; 0.75 H = 0.519860."""
+    assert ttrv(["A", "A", None, None]) == pytest.approx([-0.019860] * 4, abs=1e-6)
+
+
+def test_ttrv_normalized_entropy_counts_unparsable_in_the_normaliser():
+    """TTRV ttt_metrics.py: `max_entropy = math.log(len(counter))` with "" one of the keys.
+    A: 2, B: 1, None: 1 -> H = 1.0397208 (as 1/2, 1/4, 1/4); M = 3 -> H / ln 3 = 0.9463946;
+    rewards_en = p - 0.75 * 0.9463946 = p - 0.7097960 -> A -.2097960, B and None -.4597960."""
+    rewards = ttrv(["A", "A", "B", None], entropy="normalized")
+    assert rewards == pytest.approx([-0.2097960, -0.2097960, -0.4597960, -0.4597960])
+    # one completion: `total > 1` fails -> normalized entropy 0, reward_p 1 (even for "")
+    assert ttrv([None], entropy="normalized") == [1.0]
+
+
+def test_ttrv_no_reward_option_gives_unparsable_no_frequency():
+    """Departure unparsable="no_reward": p(None) = 0, the entropy unchanged (None still an outcome)."""
+    assert ttrv(["A", "A", None, None], unparsable="no_reward") == pytest.approx(
+        [-0.019860, -0.019860, -0.519860, -0.519860], abs=1e-6)
+    rewards = ttrv(["A", "A", "B", None], entropy="normalized", unparsable="no_reward")
+    assert rewards == pytest.approx([-0.2097960, -0.2097960, -0.4597960, -0.7097960])
+    assert ttrv_frequency_only([None, "A"], unparsable="no_reward") == [0.0, 0.5]
+    assert ttrv_frequency_only([None, "A"]) == [0.5, 0.5]
 
 
 def test_ttrv_ablations_split_the_reward():
@@ -88,6 +130,7 @@ def test_dare_pruning_drops_rare_answers_and_renormalises():
 
 
 def test_dare_uncertainty_is_averaged_per_answer_and_none_gets_zero():
+    """DARE keeps unparsable completions out of the distribution (no public code to follow)."""
     # u(A) = (.1 + .3) / 2 = .2 -> weight 10; u(B) = .5 -> 2; p_hat = 10/12, 2/12 (N' = 3)
     # bonus A = (1 - 2/3)(.8) = .266667; B = (1 - 1/3)(.5) = .333333
     rewards = dare(["A", "A", "B", None], [0.1, 0.3, 0.5, 0.9], alpha=1.0, tau=0.0)
@@ -141,3 +184,21 @@ def test_registry_marks_dare_as_needing_uncertainty_and_builds_consensus():
     assert get_reward("vr_ttrl_consensus", anti=True)([box, box, far]) == [0.0, 0.0, 3.0]
     with pytest.raises(TypeError, match="thresholds"):
         get_reward("vr_ttrl_consensus", thresholds="tight")
+
+
+def test_voting_rewards_report_how_often_the_unparsable_convention_changes_a_reward():
+    """`last_stats`: convention_unparsable = share of None; changed_by_unparsable = share of
+    completions whose reward differs under the other `unparsable` value."""
+    reward = get_reward("ttrv", alpha=0.75)
+    reward(["A", "A", None, None])
+    # only the two None completions change: p .5 ("answer") vs 0 ("no_reward")
+    assert reward.last_stats == {"convention_unparsable": 0.5, "changed_by_unparsable": 0.5}
+    vote = get_reward("majority_vote")
+    assert vote([None, None, "A"]) == [1.0, 1.0, 0.0]
+    # the label moves from None to A: all three rewards change
+    assert vote.last_stats == {"convention_unparsable": pytest.approx(2 / 3), "changed_by_unparsable": 1.0}
+    assert get_reward("majority_vote", unparsable="no_reward")([None, None, "A"]) == [0.0, 0.0, 1.0]
+    vote(["A", "A", "B"])
+    assert vote.last_stats == {"convention_unparsable": 0.0, "changed_by_unparsable": 0.0}
+    with pytest.raises(TypeError, match="bad reward_params"):
+        get_reward("ttrv", unparsable="skip")

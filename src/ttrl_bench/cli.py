@@ -127,7 +127,7 @@ def _evaluation_set(data_dir: Path, args):
     from .datasets.sampling import select_adaptation_samples
     from .evaluation.tasks import task_for
 
-    task = task_for(args.dataset, args.sam2, data_dir)
+    task = task_for(args.dataset, args.sam2, data_dir, args.empty_mask_iou, args.choice_parser)
     test = load_manifest(data_dir, "test")
     if task.family == "mcq" and args.exclude_adaptation_samples:
         held_out = set(_adaptation_samples(data_dir, args.n_adapt, args.seed, args.sampling)["id"])
@@ -292,16 +292,23 @@ def cmd_plot_figures(args) -> None:
 
 
 def cmd_audit_reward(args) -> None:
+    import pandas as pd
+
     from .adaptation.presets import PRESETS, method_task
     from .results.figures import advantage_audit
     from .results.tables import to_markdown
-    from .rewards.audit import audit, rewards_by_method, sample_groups
+    from .rewards.audit import audit, rewards_by_method, sample_groups, sample_object_groups
 
     groups = sample_groups(args.groups, args.num_generations, args.seed)
-    # the MCQ methods: their answers are letters, as the sampled groups are
+    # the MCQ methods on letter groups; grounding methods on object groups of VR-TTRL's 8 rollouts
     methods = {m: {"reward": p["reward"], "params": p["reward_params"]} for m, p in PRESETS.items()
                if method_task(m) == "mcq"}
-    table = audit(groups, methods)
+    grounding = {}
+    for m, p in PRESETS.items():  # one row per distinct reward: many presets differ in schedule only
+        spec = {"reward": p["reward"], "params": p["reward_params"]} if method_task(m) == "grounding" else None
+        if spec and spec not in grounding.values():
+            grounding[m] = spec
+    table = pd.concat([audit(groups, methods), audit(sample_object_groups(args.groups, 8, args.seed), grounding)])
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "reward_audit.csv", index=False)
@@ -363,6 +370,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--eval-samples", type=_n_adapt, default="all", help="test samples scored (seeded)")
         p.add_argument("--max-new-tokens", type=int, default=6)
         p.add_argument("--sam2", help="SAM2 checkpoint directory: grounding masks from the predicted boxes and points")
+        p.add_argument("--empty-mask-iou", choices=["zero", "one", "skip"], default="zero",
+                       help="gIoU of a both-empty sample (config evaluation.grounding.empty_mask_iou)")
+        p.add_argument("--choice-parser", choices=["robust", "ttrv"], default="robust",
+                       help="how option letters are read (config evaluation.mcq.choice_parser)")
 
     p = sub.add_parser("evaluate", help="step 3: greedy evaluation on a dataset's test split")
     run_args(p, "--dataset")

@@ -1,15 +1,28 @@
 """Answer extraction from free-form model output (SPEC.md "Letter extraction must be robust").
 
-`extract_choice` accepts, in this order of precedence:
-  1. the whole output is a letter, optionally wrapped in markup: "B", "**B**", "(B)", "B.", "B)"
-  2. an explicit statement: "answer is B", "Answer: B", "answer: (B)", "option B"
-  3. a leading option: "B. text" / "B) text" / "(B) text"
-  4. exactly one option's text appears in the output (case-insensitive, whole words)
-A letter that is not among the options, several different letters, or nothing above -> None
-(counted as a parse failure and scored wrong).
+Reasoning-tuned VLMs wrap their answer: `answer_region` first narrows the output to the part that
+holds the final answer, in this order:
+  - the content of the last <answer>...</answer> ("<think>B or C?</think><answer>C</answer>" -> "C")
+  - else the text after the last </think> ("<think>not A.</think> The answer is C." -> "The answer is C.")
+  - else the whole output
+and inside it the last \\boxed{...} ("so \\boxed{C}." and "\\boxed{\\text{C}}" -> "C") when there is one.
 
-`extract_short_answer` reads free-form answers (questions without options, Capture's count):
-a \\boxed{...} value, else what follows "answer is" / "Answer:", else the whole output.
+`extract_choice` then accepts, in this order of precedence:
+  1. the region is a letter, optionally wrapped in markup: "B", "**B**", "(B)", "B.", "B)", "*(B)*"
+  2. an explicit statement: (a) an answer statement, the last one wins: "The answer is C.",
+     "Answer: (C)", "**Answer:** C", "Final answer: C", "the correct answer is **(C)** guillotine";
+     else (b) one letter named as an option or choice: "I pick option B", "the correct option is **A**"
+  3. a leading option: "B. text" / "B) text" / "(B) text" / "B: text"
+  4. exactly one option's text appears (case-insensitive, whole words): "It looks like a guillotine."
+A letter that is not among the options, several different letters at one level, or nothing above
+-> None (counted as a parse failure and scored wrong).
+
+TTRV's own parser, `ttrv_choice` (config evaluation.mcq.choice_parser: ttrv), reads the article
+in "a dog" as option A, so it is not the default: TTRV's prompts ask for the letter alone, and on
+such outputs the two agree.
+
+`extract_short_answer` reads free-form answers (questions without options): in the answer region, a
+\\boxed{...} value, else what follows "answer is" / "Answer:", else the whole region.
 """
 
 from __future__ import annotations
@@ -20,27 +33,47 @@ from ..datasets.preprocessing import OPTION_LETTERS
 
 _MARKUP = re.compile(r"[*_`\s]+")
 _ALONE = re.compile(r"^[\(\[]?([A-Z])[\)\]\.:]?$")
-# Keyword case-insensitive, letter upper-case only: "the answer is a dog" names no option.
-_STATED = re.compile(r"(?i:answer|option|choice)\s*(?i:is)?\s*[:\-]?\s*[\(\[]?\**([A-Z])\b")
+# Keywords case-insensitive, letter upper-case only: "the answer is a dog" names no option.
+_ANSWER_STATED = re.compile(r"(?i:answer)(?:\s+(?i:is))?[\s*_:\-]*[\(\[]?[*_]*([A-Z])\b")
+_OPTION_STATED = re.compile(r"(?i:option|choice)(?:\s+(?i:is))?[\s*_:\-]*[\(\[]?[*_]*([A-Z])\b")
 _LEADING = re.compile(r"^[\(\[]?([A-Z])[\)\]\.:]\s")
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_TEXT_MACRO = re.compile(r"\\text(?:bf)?\{([^{}]*)\}")
+BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+
+
+def answer_region(text: str) -> str:
+    """The part of `text` that holds the final answer (see the module docstring)."""
+    tagged = [t for t in _ANSWER_TAG.findall(text) if t.strip()]
+    if tagged:
+        region = tagged[-1]
+    elif "</think>" in text and text.rsplit("</think>", 1)[1].strip():
+        region = text.rsplit("</think>", 1)[1]
+    else:
+        region = text
+    boxed = BOXED.findall(_TEXT_MACRO.sub(r"\1", region))
+    return boxed[-1] if boxed else region
 
 
 def extract_choice(text: str | None, options: list[str]) -> str | None:
     """Option letter chosen in `text`, or None when it cannot be read unambiguously."""
-    if not text:
+    if not text or not text.strip():
         return None
     valid = OPTION_LETTERS[: len(options)]
-    stripped = text.strip()
-    bare = _MARKUP.sub("", stripped)
-    if match := _ALONE.match(bare):
-        return match.group(1) if match.group(1) in valid else None
-    stated = {m.upper() for m in _STATED.findall(stripped)}
-    if len(stated) == 1:
-        letter = stated.pop()
+    region = answer_region(text).strip()
+
+    def checked(letter: str) -> str | None:
         return letter if letter in valid else None
-    if match := _LEADING.match(stripped.lstrip("*_` ")):
-        return match.group(1) if match.group(1) in valid else None
-    lowered = stripped.lower()
+
+    if match := _ALONE.match(_MARKUP.sub("", region)):
+        return checked(match.group(1))
+    if stated := _ANSWER_STATED.findall(region):
+        return checked(stated[-1])
+    if len(named := set(_OPTION_STATED.findall(region))) == 1:
+        return checked(named.pop())
+    if match := _LEADING.match(region.lstrip("*_` ")):
+        return checked(match.group(1))
+    lowered = region.lower()
     found = [
         letter
         for letter, option in zip(valid, options)
@@ -49,7 +82,23 @@ def extract_choice(text: str | None, options: list[str]) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+_TTRV_LETTER = re.compile(r"\b(A|B|C|D)\b")
+
+
+def ttrv_choice(text: str | None, options: list[str]) -> str | None:
+    """Akshit21112002/TTRV verl/utils/reward_score/ttrl/qwen/qwen_math_parser.py
+    `choice_answer_clean_gpqa` (task "gpqa" of auto_extract): the last standalone A-D of the
+    upper-cased output ("I think a cat. B" -> "B", "it is a dog" -> "A"); without one, the
+    stripped output itself is the answer, which matches a gold letter only when it is one ("E").
+    Here an output that is no valid letter is None (TTRV keeps its text as an answer value)."""
+    if not text:
+        return None
+    cleaned = text.strip("\n").rstrip(".").rstrip("/").strip(" ").lstrip(":")
+    letters = _TTRV_LETTER.findall(cleaned.upper())
+    answer = letters[-1] if letters else cleaned.strip().strip(".").rstrip("/")
+    return answer if answer in OPTION_LETTERS[: len(options)] else None
+
+
 _ANSWER_IS = re.compile(r"(?i:answer)\s*(?i:is)?\s*[:\-]?\s*(.+)")
 
 
@@ -57,14 +106,10 @@ def extract_short_answer(text: str | None) -> str | None:
     """The short free-form answer in `text` (stripped of markup and a final period), or None."""
     if not text or not text.strip():
         return None
-    boxed = BOXED.findall(text)
-    if boxed:
-        answer = boxed[-1]
-    elif match := _ANSWER_IS.search(text):
-        answer = match.group(1).splitlines()[0]
-    else:
-        answer = text
-    answer = answer.strip().strip("*_`$ ").rstrip(".").strip()
+    region = answer_region(text)
+    if match := _ANSWER_IS.search(region):
+        region = match.group(1).splitlines()[0]
+    answer = region.strip().strip("*_`$ ").rstrip(".").strip()
     return answer or None
 
 

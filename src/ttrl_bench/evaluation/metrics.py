@@ -18,9 +18,13 @@ def accuracy(preds: Sequence, golds: Sequence) -> float:
 
 
 def smape_score(preds: Sequence[float | None], golds: Sequence[float]) -> float:
-    """1 - sMAPE in [0, 1] (Capture, TTRV Appendix A), sMAPE as in the CAPTURe authors'
-    compute_smape.py: mean over samples of |p - g| / (|p| + |g|); an unparsable answer counts 1
-    and p = g = 0 counts 0."""
+    """1 - sMAPE in [0, 1] (Capture, TTRV Appendix A), sMAPE as CAPTURe's compute_smape.py
+    (atinpothiraj/CAPTURe, `compute_mape`, now eval.py): the mean over samples of
+    |p - g| / (|p| + |g|), where an unparsable answer (the extractor's -1) counts 1 (100 %) and
+    stays in the mean. Zero counts: p = 0 with g > 0 gives |0 - g| / g = 1, as there; p = g = 0
+    counts 0 (a perfect count; the authors' division raises ZeroDivisionError there, and Capture's
+    gold counts are never 0). A negative prediction p < 0 <= g gives (|p| + g) / (|p| + g) = 1,
+    the same as the -1 marker."""
     if len(preds) != len(golds) or not golds:
         raise ValueError(f"smape_score: {len(preds)} predictions for {len(golds)} gold answers")
     errors = []
@@ -34,21 +38,40 @@ def smape_score(preds: Sequence[float | None], golds: Sequence[float]) -> float:
     return 1.0 - sum(errors) / len(errors)
 
 
-def giou_ciou_from_counts(intersections: Sequence[int], unions: Sequence[int]) -> tuple[float, float]:
-    """gIoU = mean of per-sample IoU; cIoU = sum of intersections / sum of unions (ReasonSeg /
-    LISA convention: a sample whose prediction and target are both empty has IoU 1)."""
+EMPTY_MASK_IOU = ("zero", "one", "skip")
+
+
+def giou_ciou_from_counts(intersections: Sequence[int], unions: Sequence[int],
+                          empty: str = "zero") -> tuple[float, float]:
+    """gIoU = mean of per-sample IoU, cIoU = sum of intersections / sum of unions, 0 when the
+    unions sum to 0. An empty prediction against a non-empty target is IoU 0 everywhere (an
+    unparsable answer too: intersection 0, union = the gold mask). A sample whose prediction and
+    target are both empty (union 0) is, by `empty`:
+      "zero" (default) - IoU 0: VisionReasoner (JIA-Lab-research/VisionReasoner)
+               evaluation/evaluation_segmentation.py `compute_iou` returns (0, 0) and
+               calculate_iou_with_bbox.py `calculate_metrics` takes `I / U if U > 0 else 0`;
+               Seg-Zero evaluation_scripts/calculate_iou.py does the same, VR-TTRL reports these
+      "one"  - IoU 1: LISA's validate (`acc_iou[union == 0] += 1.0`, a no-object target found)
+      "skip" - left out of gIoU: Seg-Zero evaluation_scripts/evaluation.py, whose `compute_iou`
+               returns a bare 0 that fails to unpack, so the sample is never written
+    cIoU is the same in all three: the sample adds 0 to both sums."""
+    if empty not in EMPTY_MASK_IOU:
+        raise ValueError(f"evaluation.grounding.empty_mask_iou must be one of {EMPTY_MASK_IOU}, got {empty!r}")
     if len(intersections) != len(unions) or not unions:
         raise ValueError(f"giou_ciou: {len(intersections)} intersections for {len(unions)} unions")
-    ious = [i / u if u else 1.0 for i, u in zip(intersections, unions)]
+    ious = [i / u if u else {"zero": 0.0, "one": 1.0, "skip": None}[empty] for i, u in zip(intersections, unions)]
+    ious = [iou for iou in ious if iou is not None]
+    if not ious:
+        raise ValueError("giou_ciou: every sample has an empty prediction and target, and empty='skip' drops them all")
     total_union = sum(unions)
-    return sum(ious) / len(ious), (sum(intersections) / total_union if total_union else 1.0)
+    return sum(ious) / len(ious), (sum(intersections) / total_union if total_union else 0.0)
 
 
-def giou_ciou(pred_masks, gt_masks) -> tuple[float, float]:
+def giou_ciou(pred_masks, gt_masks, empty: str = "zero") -> tuple[float, float]:
     """(gIoU, cIoU) of boolean masks, one pair per sample."""
     inter = [int((p & g).sum()) for p, g in zip(pred_masks, gt_masks)]
     union = [int((p | g).sum()) for p, g in zip(pred_masks, gt_masks)]
-    return giou_ciou_from_counts(inter, union)
+    return giou_ciou_from_counts(inter, union, empty)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

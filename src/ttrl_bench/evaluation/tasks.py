@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..datasets.registry import get_dataset
 from ..rewards import grounding
-from .extraction import BOXED, extract_choice, extract_short_answer, short_answers_match
+from .extraction import answer_region, extract_choice, extract_short_answer, short_answers_match, ttrv_choice
 from .metrics import giou_ciou_from_counts, mme_score, smape_score
 
 
@@ -26,9 +26,15 @@ class MCQTask:
     family = "mcq"
     primary = "accuracy"
 
+    def __init__(self, choice_parser: str = "robust"):
+        # config evaluation.mcq.choice_parser: "robust" = extract_choice, "ttrv" = TTRV's parser
+        if choice_parser not in ("robust", "ttrv"):
+            raise ValueError(f"evaluation.mcq.choice_parser must be 'robust' or 'ttrv', got {choice_parser!r}")
+        self.choose = extract_choice if choice_parser == "robust" else ttrv_choice
+
     def parse(self, text: str, row: dict):
         options = list(row["options"])
-        return extract_choice(text, options) if options else extract_short_answer(text)
+        return self.choose(text, options) if options else extract_short_answer(text)
 
     def gold(self, row: dict):
         return row["answer"]
@@ -36,7 +42,7 @@ class MCQTask:
     def score(self, parsed, gold) -> float:
         return float(short_answers_match(parsed, gold))
 
-    def format_rewards(self, texts: list[str]) -> list[float]:
+    def format_rewards(self, texts: list[str], **format_params) -> list[float]:
         return [0.0] * len(texts)
 
     def prediction_columns(self, parsed: list, samples: pd.DataFrame) -> dict:
@@ -96,9 +102,11 @@ class GroundingTask:
 
     family = "grounding"
 
-    def __init__(self, primary: str = "box_giou", masker=None):
+    def __init__(self, primary: str = "box_giou", masker=None, empty_mask_iou: str = "zero"):
         # masker: masks from predicted objects (evaluation.masks.Sam2Masker); None -> the boxes
         self.masker = masker
+        # config evaluation.grounding.empty_mask_iou (metrics.giou_ciou_from_counts)
+        self.empty_mask_iou = empty_mask_iou
         self.prefix = "" if masker else "box_"
         # count_accuracy for the counting sets (PixMo-Count, CountBench)
         self.primary = primary.replace("box_", self.prefix)
@@ -112,19 +120,22 @@ class GroundingTask:
     def score(self, parsed, gold) -> float:
         return grounding.pairwise_accuracy(parsed, gold) / 3
 
-    def format_rewards(self, texts: list[str]) -> list[float]:
-        """VisionReasoner format rewards: thinking format + answer format + non-repeat."""
+    def format_rewards(self, texts: list[str], non_repeat: str = "output") -> list[float]:
+        """VisionReasoner format rewards on the text as generated (Seg-Zero vision_reasoner.py
+        `vision_reasoner_format_reward` + `vision_reasoner_non_repeat_reward`): thinking format
+        + answer format + non-repeat, in [0, 4]; `non_repeat` is the reward param of that name."""
         return [
-            grounding.thinking_format_reward(t)
-            + grounding.answer_format_reward(grounding.parse_objects(t))
-            + grounding.non_repeat_reward(t)
+            grounding.thinking_format_reward(t) + grounding.answer_format_reward(t)
+            + grounding.non_repeat_reward(t, non_repeat)
             for t in texts
         ]
 
     def prediction_columns(self, parsed: list, samples: pd.DataFrame) -> dict:
         rows = samples.to_dict("records")
         masker = self.masker or (lambda r, p: box_mask(p, r["width"], r["height"]))
-        pred_masks = [masker(r, p) for p, r in zip(parsed, rows)]
+        # Seg-Zero evaluation_visionreasoner.py: an answer the extraction cannot read whole (one
+        # invalid object) is scored as an empty mask (intersection 0, union = the gold mask)
+        pred_masks = [masker(r, grounding.scored_objects(p)) for p, r in zip(parsed, rows)]
         gold_masks = [gold_mask(r, self.gold(r)) for r in rows]
         inter = [int((p & g).sum()) for p, g in zip(pred_masks, gold_masks)]
         union = [int((p | g).sum()) for p, g in zip(pred_masks, gold_masks)]
@@ -140,7 +151,8 @@ class GroundingTask:
         }
 
     def metrics(self, predictions: pd.DataFrame) -> dict[str, float]:
-        giou, ciou = giou_ciou_from_counts(list(predictions["intersection"]), list(predictions["union"]))
+        giou, ciou = giou_ciou_from_counts(list(predictions["intersection"]), list(predictions["union"]),
+                                           self.empty_mask_iou)
         return {f"{self.prefix}giou": 100 * giou, f"{self.prefix}ciou": 100 * ciou,
                 "count_accuracy": 100 * predictions["correct"].mean()}
 
@@ -151,20 +163,21 @@ _NUMBER_WORDS = {w: i for i, w in enumerate(
 
 
 class FreeformCountTask:
-    """Capture (TTRV Appendix A): a free-form count, scored by 1 - sMAPE. The answer is the
-    \\boxed{} value the prompt asks for, else the first number in the output (digits, or a
-    number word up to twelve); none -> unparsable."""
+    """Capture (TTRV Appendix A): a free-form count, scored by 1 - sMAPE. In the answer region
+    (extraction.answer_region: <answer> tags, after </think>, the \\boxed{} value the prompt asks
+    for) the first number (digits, or a number word up to twelve); none -> unparsable.
+    CAPTURe reads counts with an LLM asked for the final number and `safe_string_to_int`
+    (occluded_scripts/*.py), so a fractional count is unparsable there (-1): so it is here."""
 
     family = "mcq"  # discrete answers: the voting rewards apply
     primary = "smape_score"
 
     def parse(self, text: str, row: dict):
-        boxed = BOXED.findall(text or "")
-        if boxed and (match := _NUMBER.search(boxed[-1])):
-            return float(match.group())
-        if match := _NUMBER.search(text or ""):
-            return float(match.group())
-        words = [_NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", (text or "").lower()) if w in _NUMBER_WORDS]
+        region = answer_region(text or "")
+        if match := _NUMBER.search(region):
+            value = float(match.group())
+            return value if value.is_integer() else None
+        words = [_NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", region.lower()) if w in _NUMBER_WORDS]
         return float(words[0]) if words else None
 
     def gold(self, row: dict):
@@ -173,7 +186,7 @@ class FreeformCountTask:
     def score(self, parsed, gold) -> float:
         return smape_score([parsed], [gold])
 
-    def format_rewards(self, texts: list[str]) -> list[float]:
+    def format_rewards(self, texts: list[str], **format_params) -> list[float]:
         return [0.0] * len(texts)
 
     def prediction_columns(self, parsed: list, samples: pd.DataFrame) -> dict:
@@ -195,16 +208,21 @@ TASKS = {
 }
 
 
-def task_for(dataset: str, sam2: str | None = None, image_root=None):
-    """The task of a dataset; `sam2`: a SAM2 checkpoint for grounding masks (evaluation only)."""
+def task_for(dataset: str, sam2: str | None = None, image_root=None, empty_mask_iou: str = "zero",
+             choice_parser: str = "robust"):
+    """The task of a dataset; `sam2`: a SAM2 checkpoint for grounding masks, `empty_mask_iou`:
+    how a sample with empty prediction and target counts in gIoU, `choice_parser`: how option
+    letters are read (evaluation only; config evaluation.grounding / evaluation.mcq)."""
     spec = get_dataset(dataset)
     if dataset == "mme":
-        return MMETask()
+        return MMETask(choice_parser)
+    if spec.task in ("recognition", "vqa") and choice_parser != "robust":
+        return MCQTask(choice_parser)
     if spec.task not in TASKS:
         raise NotImplementedError(f"dataset {dataset!r}: task {spec.task!r} has no evaluation yet")
     task = TASKS[spec.task]
-    if sam2 and task.family == "grounding":
+    if task.family == "grounding" and (sam2 or empty_mask_iou != "zero"):
         from .masks import Sam2Masker
 
-        return GroundingTask(task.primary, masker=Sam2Masker(sam2, image_root))
+        return GroundingTask(task.primary, Sam2Masker(sam2, image_root) if sam2 else None, empty_mask_iou)
     return task

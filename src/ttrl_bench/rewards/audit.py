@@ -44,6 +44,34 @@ def sample_groups(n_groups: int, num_generations: int, seed: int, unparsable: fl
     return groups
 
 
+def sample_object_groups(n_groups: int, num_generations: int, seed: int, unparsable: float = 0.1,
+                         invalid: float = 0.05) -> list[list]:
+    """Answer groups as a VLM produces them on referring grounding (one target): each prompt has
+    a target box (sides 20-200 px) and its own spread (box corners jittered by N(0, s), s ~ U(2, 20)
+    px); each completion's point is its box centre moved by N(0, box side / 3), so some points
+    fall outside their own box; a share is unparsable (None), another gets an extra object without
+    a point (invalid). Shares and spreads are the audit's assumptions, not measured values."""
+    rng = np.random.default_rng(seed)
+    groups = []
+    for _ in range(n_groups):
+        x, y = rng.uniform(0, 400, size=2)
+        w, h = rng.uniform(20, 200, size=2)
+        spread = rng.uniform(2, 20)
+        group = []
+        for _ in range(num_generations):
+            if rng.random() < unparsable:
+                group.append(None)
+                continue
+            x1, y1, x2, y2 = np.round([x, y, x + w, y + h] + rng.normal(0, spread, size=4)).tolist()
+            px, py = np.round([(x1 + x2) / 2, (y1 + y2) / 2] + rng.normal(0, [w / 3, h / 3])).tolist()
+            answer = [{"bbox_2d": [x1, y1, x2, y2], "point_2d": [px, py]}]
+            if rng.random() < invalid:
+                answer.append({"bbox_2d": [x1, y1, x2, y2]})
+            group.append(answer)
+        groups.append(group)
+    return groups
+
+
 def sample_uncertainties(groups: list[list], seed: int) -> list[list[float]]:
     """Per-completion uncertainties in [0, 1] for rewards that need them (DARE): Beta(2, 5), a
     skew towards confident completions as normalised token entropies show."""
@@ -51,30 +79,38 @@ def sample_uncertainties(groups: list[list], seed: int) -> list[list[float]]:
     return [rng.beta(2, 5, size=len(g)).tolist() for g in groups]
 
 
-def rewards_by_method(groups: list[list], rewards: dict[str, dict], seed: int = 0) -> dict[str, np.ndarray]:
-    """The flattened batch of rewards each named reward gives the same groups."""
+def _score(groups: list[list], rewards: dict[str, dict], seed: int) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
+    """Each named reward on every group: the flat rewards, and the mean over groups of each
+    convention count the reward keeps (`Reward.last_stats`)."""
     if any(len(g) != len(groups[0]) for g in groups):
         raise ValueError("all groups must have the same number of completions")
     uncertainties = sample_uncertainties(groups, seed)
-    flat = {}
+    flat, conventions = {}, {}
     for name, spec in rewards.items():
         params = {k: v for k, v in spec.get("params", {}).items() if k != "uncertainty"}  # how u is made
         reward = get_reward(spec["reward"], **params)
-        if getattr(reward, "needs_uncertainty", False):
-            values = [r for g, u in zip(groups, uncertainties) for r in reward(g, uncertainties=u)]
-        else:
-            values = [r for g in groups for r in reward(g)]
+        values, stats = [], []
+        for g, u in zip(groups, uncertainties):
+            values.extend(reward(g, uncertainties=u) if reward.needs_uncertainty else reward(g))
+            stats.append(reward.last_stats)
         flat[name] = np.array(values, dtype=float)
-    return flat
+        conventions[name] = pd.DataFrame(stats).mean().to_dict() if stats and stats[0] else {}
+    return flat, conventions
+
+
+def rewards_by_method(groups: list[list], rewards: dict[str, dict], seed: int = 0) -> dict[str, np.ndarray]:
+    """The flattened batch of rewards each named reward gives the same groups."""
+    return _score(groups, rewards, seed)[0]
 
 
 def audit(groups: list[list], rewards: dict[str, dict], scales=("group", "batch", "none"),
           reference: str = "ttrv-no-diversity") -> pd.DataFrame:
     """Per reward and scaling: advantage statistics and the largest difference from the
     advantages of `reference` (TTRV's frequency term alone): 0 means the rest of the reward
-    changes nothing in the update."""
+    changes nothing in the update. Plus, per reward, how often each convention touched a
+    completion (convention_*) and changed its reward (changed_by_*; registry.Reward)."""
     n = len(groups[0])
-    flat = rewards_by_method(groups, rewards)
+    flat, conventions = _score(groups, rewards, seed=0)
     rows = []
     for name, values in flat.items():
         for scale in scales:
@@ -83,5 +119,5 @@ def audit(groups: list[list], rewards: dict[str, dict], scales=("group", "batch"
                    "advantage_std": adv.std(), "advantage_abs_max": np.abs(adv).max()}
             if reference in flat:
                 row[f"max_abs_diff_vs_{reference}"] = np.abs(adv - grpo_advantages(flat[reference], n, scale)).max()
-            rows.append(row)
+            rows.append({**row, **conventions[name]})
     return pd.DataFrame(rows)

@@ -1,8 +1,12 @@
-"""VR-TTRL rewards for structured (grounding / counting) answers, after the VisionReasoner
-reward of the Seg-Zero code (verl/utils/reward_score/vision_reasoner.py) and VR-TTRL Section 3.
+"""VR-TTRL rewards for structured (grounding / counting) answers (VR-TTRL Section 3.2), after the
+VisionReasoner reward of the Seg-Zero code (dvlab-research/Seg-Zero,
+verl/utils/reward_score/vision_reasoner.py): `vision_reasoner_format_reward`,
+`vision_reasoner_accuracy_reward`, `vision_reasoner_non_repeat_reward`.
 
-An answer is a list of objects {"bbox_2d": [x1, y1, x2, y2], "point_2d": [x, y]} in pixels of
-the original image. Pure functions: no torch, no trainer.
+An answer is the JSON list inside <answer></answer> of objects {"bbox_2d": [x1, y1, x2, y2],
+"point_2d": [x, y]} in pixels of the original image. Where the paper is silent the authors' code
+is the default; each departure is a field of `Conventions` (a reward_params key of
+`vr_ttrl_consensus`). Pure functions: no torch, no trainer.
 """
 
 from __future__ import annotations
@@ -10,7 +14,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -18,6 +23,9 @@ from scipy.optimize import linear_sum_assignment
 _THINK_ANSWER = re.compile(r"<think>.*?</think>\s*<answer>.*?</answer>", re.DOTALL)
 _ANSWER = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.DOTALL)
 _THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+
+# vision_reasoner_accuracy_reward: MAX_OBJECTS = 120, both lists cut to their first 120 objects
+MAX_OBJECTS = 120
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,43 @@ class Thresholds:
 THRESHOLDS = {"loose": Thresholds(0.3, 20, 50), "base": Thresholds(), "strict": Thresholds(0.7, 5, 15)}
 
 
+@dataclass(frozen=True)
+class Conventions:
+    """How the accuracy reward reads an answer; defaults follow vision_reasoner.py.
+
+    pixel_iou       True: `batch_iou`'s inclusive-pixel IoU (+1 on every width and height);
+                    False: continuous IoU, as `compute_bbox_iou` of the authors' evaluation scripts
+    point_in_box    True: a point test passes only if the predicted point also lies inside its own
+                    predicted box (`batch_points_in_box`, edges included); False: the paper's Point
+                    L1 reward alone (VR-TTRL Section 3.2.2)
+    point_distance  "euclidean": `batch_points_distance`; "l1": |dx| + |dy|, the paper's "Point L1"
+    invalid_object  "zero_answer": one object without a 4-number bbox_2d and a 2-number point_2d
+                    makes the whole answer score 0 (the authors' list comprehension / numpy raises
+                    and the bare `except` returns 0); "drop_object": score the valid objects only
+    """
+
+    pixel_iou: bool = True
+    point_in_box: bool = True
+    point_distance: str = "euclidean"
+    invalid_object: str = "zero_answer"
+
+    @classmethod
+    def from_params(cls, reward_params: dict) -> "Conventions":
+        """The conventions named in a method's reward_params (other keys ignored)."""
+        return cls(**{f.name: reward_params[f.name] for f in fields(cls) if f.name in reward_params})
+
+    def __post_init__(self):
+        if self.point_distance not in ("euclidean", "l1"):
+            raise TypeError(f"point_distance must be 'euclidean' or 'l1', got {self.point_distance!r}")
+        if self.invalid_object not in ("zero_answer", "drop_object"):
+            raise TypeError(f"invalid_object must be 'zero_answer' or 'drop_object', got {self.invalid_object!r}")
+
+
+# The other value of each convention: what the audit and the training log flip to count changes.
+DEPARTURES = {"pixel_iou": False, "point_in_box": False, "point_distance": "l1", "invalid_object": "drop_object"}
+assert set(DEPARTURES) == {f.name for f in fields(Conventions)}
+
+
 def _numbers(value, length: int) -> bool:
     return (
         isinstance(value, list)
@@ -41,8 +86,10 @@ def _numbers(value, length: int) -> bool:
     )
 
 
-def parse_objects(text: str | None) -> list[dict] | None:
-    """The JSON list inside <answer></answer>, or None when absent or not a list of objects."""
+def parse_objects(text: str | None) -> list | None:
+    """The JSON list inside the first <answer></answer> (the authors' regex), or None when the
+    tags are absent, the JSON is broken or not a list (a lone object is not an answer: the
+    authors' loop over a dict walks its keys and fails). Items are not checked here."""
     match = _ANSWER.search(text or "")
     if not match:
         return None
@@ -50,78 +97,153 @@ def parse_objects(text: str | None) -> list[dict] | None:
         data = json.loads(match.group(1))
     except json.JSONDecodeError:
         return None
-    if isinstance(data, dict):
-        data = [data]
-    if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
-        return None
-    return data
+    return data if isinstance(data, list) else None
 
 
-def valid_objects(objects: list[dict] | None) -> list[dict]:
-    """Objects with both a valid box (4 numbers) and a valid point (2 numbers): the ones that
-    can be compared and scored."""
-    return [o for o in objects or [] if _numbers(o.get("bbox_2d"), 4) and _numbers(o.get("point_2d"), 2)]
+def valid_object(item) -> bool:
+    """A dict with a 4-number bbox_2d and a 2-number point_2d (finite, not booleans)."""
+    return isinstance(item, dict) and _numbers(item.get("bbox_2d"), 4) and _numbers(item.get("point_2d"), 2)
+
+
+def valid_objects(objects: list | None) -> list[dict]:
+    """The valid objects of an answer (for masks and counts)."""
+    return [o for o in objects or [] if valid_object(o)]
+
+
+def scored_objects(objects: list | None, invalid_object: str = "zero_answer") -> list[dict]:
+    """The objects the accuracy reward compares: all of them when every one is valid, none when
+    one is not ("zero_answer", the authors'); the valid ones ("drop_object")."""
+    if invalid_object == "drop_object":
+        return valid_objects(objects)
+    objects = objects or []
+    return list(objects) if all(valid_object(o) for o in objects) else []
+
+
+def point_in_box(obj: dict) -> bool:
+    """`batch_points_in_box`: x1 <= x <= x2 and y1 <= y <= y2 for the object's own box."""
+    (x1, y1, x2, y2), (x, y) = obj["bbox_2d"], obj["point_2d"]
+    return x1 <= x <= x2 and y1 <= y <= y2
 
 
 def thinking_format_reward(text: str) -> float:
-    """1 when the whole output is <think>...</think> <answer>...</answer>, else 0."""
-    return 1.0 if _THINK_ANSWER.fullmatch(text.strip()) else 0.0
+    """`vision_reasoner_format_reward`, thinking part: 1 when the text as generated (nothing
+    stripped) is exactly <think>...</think> <answer>...</answer>, else 0."""
+    return 1.0 if _THINK_ANSWER.fullmatch(text or "") else 0.0
 
 
-def answer_format_reward(objects: list[dict] | None) -> float:
-    """Per object +1 for a valid bbox_2d, +1 for a valid point_2d, averaged over objects (max 2)."""
-    if not objects:
+def answer_format_reward(text: str) -> float:
+    """`vision_reasoner_format_reward`, `segmentation_format` part, in [0, 2]: the JSON inside
+    the first answer tags must be a list; each dict item adds (1 if bbox_2d is a list of 4
+    + 1 if point_2d is a list of 2) / len(list), the entries' types unchecked. A list or string
+    item adds 0, unless it contains "bbox_2d" / "point_2d": that item, like a scalar, ends the sum
+    there (the authors' `in` / indexing raises and the bare `except` returns the sum so far)."""
+    data = parse_objects(text)
+    if not data:
         return 0.0
-    return sum(_numbers(o.get("bbox_2d"), 4) + _numbers(o.get("point_2d"), 2) for o in objects) / len(objects)
+    total = 0.0
+    for item in data:
+        if isinstance(item, dict):
+            box, point = item.get("bbox_2d"), item.get("point_2d")
+            passed = (isinstance(box, list) and len(box) == 4) + (isinstance(point, list) and len(point) == 2)
+            total += passed / len(data)
+        elif not isinstance(item, (list, str)) or "bbox_2d" in item or "point_2d" in item:
+            break
+    return total
 
 
-def non_repeat_reward(text: str) -> float:
-    """0 when a sentence of the thinking appears twice (split on '.'), else 1."""
-    match = _THINK.search(text)
-    sentences = [s.strip() for s in (match.group(1) if match else text).split(".") if s.strip()]
-    return 0.0 if len(sentences) != len(set(sentences)) else 1.0
+def non_repeat_reward(text: str, scope: str = "output") -> float:
+    """`vision_reasoner_non_repeat_reward`: split on ".", strip, drop empty pieces; 0 once a
+    second repeated sentence is seen (a first repeat is tolerated), else 1.
+
+    scope="output": the whole generated text, tags and answer included (the authors' code);
+    scope="thinking": the text inside <think></think> only, as VR-TTRL Section 3.2.1 describes
+    ("we split the thinking process into individual sentences"), same tolerance."""
+    if scope not in ("output", "thinking"):
+        raise TypeError(f"non_repeat must be 'output' or 'thinking', got {scope!r}")
+    if scope == "thinking":
+        match = _THINK.search(text or "")
+        text = match.group(1) if match else ""
+    seen, repeats = set(), 0
+    for sentence in (s.strip() for s in (text or "").split(".")):
+        if not sentence:
+            continue
+        repeats += sentence in seen
+        if repeats >= 2:
+            return 0.0
+        seen.add(sentence)
+    return 1.0
 
 
-def box_iou(a, b) -> float:
-    inter_w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    inter_h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = inter_w * inter_h
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+def box_iou(a, b, pixel: bool = True) -> float:
+    """IoU of [x1, y1, x2, y2] boxes. pixel=True: `batch_iou`, coordinates are inclusive pixel
+    indices, so every width and height gets +1 (two copies of [0, 0, 0, 0] overlap fully);
+    pixel=False: continuous areas (`compute_bbox_iou` in the authors' evaluation)."""
+    one = 1.0 if pixel else 0.0
+    inter = max(0.0, min(a[2], b[2]) - max(a[0], b[0]) + one) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]) + one)
+    union = (a[2] - a[0] + one) * (a[3] - a[1] + one) + (b[2] - b[0] + one) * (b[3] - b[1] + one) - inter
     return inter / union if union > 0 else 0.0
 
 
-def pairwise_accuracy(p: list[dict], q: list[dict], thresholds: Thresholds = Thresholds()) -> float:
-    """Agreement of two answers in [0, 3]: per matched object pair, the number of tests passed
-    (IoU, box L1, point distance); Hungarian matching on cost 3 - passed; divided by max(M, K)."""
-    p, q = valid_objects(p), valid_objects(q)
+def pairwise_accuracy(pred: list | None, target: list | None, thresholds: Thresholds = Thresholds(),
+                      conventions: Conventions = Conventions()) -> float:
+    """`vision_reasoner_accuracy_reward(pred, target)` in [0, 3]: per matched object pair, the
+    tests passed (IoU > t, mean box L1 < t, point distance < t and, with point_in_box, the
+    predicted point inside its own box); Hungarian matching on cost 3 - passed; the sum divided by
+    max(M, K). Lists are cut to MAX_OBJECTS first; an empty or unusable answer scores 0.
+    Not symmetric: the in-box test looks at `pred`'s points only."""
+    p = scored_objects(pred, conventions.invalid_object)[:MAX_OBJECTS]
+    q = scored_objects(target, conventions.invalid_object)[:MAX_OBJECTS]
     if not p or not q:
         return 0.0
     passed = np.zeros((len(p), len(q)))
     for i, a in enumerate(p):
+        inside = point_in_box(a) or not conventions.point_in_box
         for j, b in enumerate(q):
-            iou = box_iou(a["bbox_2d"], b["bbox_2d"])
+            iou = box_iou(a["bbox_2d"], b["bbox_2d"], conventions.pixel_iou)
             l1 = sum(abs(x - y) for x, y in zip(a["bbox_2d"], b["bbox_2d"])) / 4
-            dist = math.dist(a["point_2d"], b["point_2d"])
-            passed[i, j] = (iou > thresholds.iou) + (l1 < thresholds.l1) + (dist < thresholds.point)
+            dx, dy = (abs(x - y) for x, y in zip(a["point_2d"], b["point_2d"]))
+            dist = math.hypot(dx, dy) if conventions.point_distance == "euclidean" else dx + dy
+            passed[i, j] = (iou > thresholds.iou) + (l1 < thresholds.l1) + (dist < thresholds.point and inside)
     rows, cols = linear_sum_assignment(3 - passed)
     return float(passed[rows, cols].sum()) / max(len(p), len(q))
 
 
-def consensus(
-    answers: list[list[dict] | None], thresholds: Thresholds = Thresholds(), anti: bool = False
-) -> tuple[int | None, list[float]]:
-    """VR-TTRL geometric consensus: the pseudo-label is the answer with the highest total pairwise
-    accuracy against all others (lowest with anti=True, the anti-consensus ablation; ties: first);
-    each answer's reward is its pairwise accuracy against the pseudo-label. Answers with no valid
-    object cannot be the pseudo-label and score 0; (None, zeros) when no answer is valid."""
-    candidates = [i for i, a in enumerate(answers) if valid_objects(a)]
+def consensus(answers: Sequence[list | None], thresholds: Thresholds = Thresholds(), anti: bool = False,
+              conventions: Conventions = Conventions()) -> tuple[int | None, list[float]]:
+    """VR-TTRL geometric consensus (Section 3.2: "the answer that maximizes the total reward among
+    them is chosen as the majority answer"). Answer i's total is the sum of its accuracy reward
+    with each other answer as the target, sum_j pairwise_accuracy(a_i, a_j) (our reading: VR-TTRL
+    has no public code); the pseudo-label is the highest total (lowest with anti=True, the
+    VR-TTRL (-) ablation; ties: first), and each answer's reward is pairwise_accuracy(a_i, label).
+    Answers without scored objects cannot be the label and score 0; (None, zeros) when none has."""
+    candidates = [i for i, a in enumerate(answers) if scored_objects(a, conventions.invalid_object)]
     if not candidates:
         return None, [0.0] * len(answers)
     totals = {
-        i: sum(pairwise_accuracy(answers[i], answers[j], thresholds) for j in range(len(answers)) if j != i)
+        i: sum(pairwise_accuracy(answers[i], answers[j], thresholds, conventions)
+               for j in range(len(answers)) if j != i)
         for i in candidates
     }
-    pick = min if anti else max
-    best = pick(totals.values())
+    best = (min if anti else max)(totals.values())
     label = next(i for i in candidates if totals[i] == best)
-    return label, [pairwise_accuracy(a, answers[label], thresholds) for a in answers]
+    return label, [pairwise_accuracy(a, answers[label], thresholds, conventions) for a in answers]
+
+
+def convention_counts(answers: Sequence[list | None]) -> dict[str, float]:
+    """Shares of one group's completions that a convention touches: no answer list (unparsable),
+    an invalid object, more than MAX_OBJECTS objects, a valid object whose point lies outside its
+    own box."""
+    n = max(len(answers), 1)
+    lists = [a for a in answers if a is not None]
+    return {
+        "unparsable": (len(answers) - len(lists)) / n,
+        "invalid_object": sum(not all(valid_object(o) for o in a) for a in lists) / n,
+        "over_max_objects": sum(len(a) > MAX_OBJECTS for a in lists) / n,
+        "point_outside_box": sum(any(not point_in_box(o) for o in valid_objects(a)) for a in lists) / n,
+    }
+
+
+def flipped(conventions: Conventions, name: str) -> Conventions:
+    """`conventions` with `name` set to its other value (DEPARTURES, or the default back)."""
+    default = getattr(Conventions(), name)
+    return replace(conventions, **{name: DEPARTURES[name] if getattr(conventions, name) == default else default})
