@@ -122,7 +122,8 @@ class GroupReward:
             extra = {"uncertainties": self._uncertainties(row, ids)} if self.needs_uncertainty else {}
             if self.needs_texts:
                 extra = {"texts": votes, "options": row.get("options")}
-            group_rewards = [r + f for r, f in zip(self.reward(parsed, **extra)[:n], self.task.format_rewards(votes[:n]))]
+            format_rewards = self.task.format_rewards(votes[:n], **self.reward.format_params)
+            group_rewards = [r + f for r, f in zip(self.reward(parsed, **extra)[:n], format_rewards)]
             if self.needs_texts:  # T3RL: every verifier decision, per rollout
                 step = trainer_state.global_step if trainer_state is not None else len(self.records)
                 self.verifications += [{"step": step, "sample": row["id"], "rollout": i, "answer": str(a),
@@ -130,7 +131,8 @@ class GroupReward:
                                        for i, (a, d) in enumerate(zip(parsed, self.reward.decisions))]
             rewards.extend(group_rewards)
             lengths.extend(map(len, ids))
-            stats.append(self._group_stats(parsed, group_rewards, self.task.gold(row)))
+            # how often each reward convention touched this group (rewards/registry.py)
+            stats.append({**self._group_stats(parsed, group_rewards, self.task.gold(row)), **self.reward.last_stats})
         now = time.perf_counter()
         record = {k: sum(s[k] for s in stats) / len(stats) for k in stats[0]}
         mean = sum(rewards) / len(rewards)

@@ -27,12 +27,15 @@ def _predict_greedy(model, processor, row: dict, image, max_new_tokens: int) -> 
                            systems=[row.get("system")], progress=False)[0]
 
 
-def _vote(model, processor, row: dict, image, hp: dict, thresholds: str, seed: int) -> str:
-    """Vote-only: the consensus completion of N rollouts is the prediction."""
+def _vote(model, processor, row: dict, image, hp: dict, reward_params: dict, seed: int) -> str:
+    """Vote-only: the consensus completion of N rollouts (with the method's thresholds and reward
+    conventions) is the prediction."""
     torch.manual_seed(seed)
     texts = generate_samples(model, processor, row["prompt"], image, hp["num_generations"], hp["temperature"],
                              hp["max_completion_length"], system=row.get("system"))
-    label, _ = grounding.consensus([grounding.parse_objects(t) for t in texts], grounding.THRESHOLDS[thresholds])
+    label, _ = grounding.consensus([grounding.parse_objects(t) for t in texts],
+                                   grounding.THRESHOLDS[reward_params.get("thresholds", "base")],
+                                   conventions=grounding.Conventions.from_params(reward_params))
     return texts[label] if label is not None else texts[0]
 
 
@@ -52,8 +55,8 @@ def adapt_each_sample(model, processor, samples: pd.DataFrame, image_root: Path,
             outputs.append(_predict_greedy(model, processor, row, image, max_new_tokens))
             base_weights.restore(model)  # back to the base model for the next sample
         else:
-            thresholds = method["reward_params"].get("thresholds", "base")
-            outputs.append(_vote(model, processor, row, image, method["hyperparameters"], thresholds, seed + index))
+            outputs.append(_vote(model, processor, row, image, method["hyperparameters"], method["reward_params"],
+                                 seed + index))
         seconds.append(time.perf_counter() - start)
     train_log = pd.concat(logs, ignore_index=True) if logs else pd.DataFrame()
     return outputs, train_log, seconds

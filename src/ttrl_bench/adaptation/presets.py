@@ -74,6 +74,11 @@ VR_TTRL_HYPERPARAMETERS = {
     "gradient_checkpointing": True,
 }
 
+# VisionReasoner's reward conventions as the Seg-Zero code has them (rewards/grounding.py says
+# where each comes from; the departures are options of the same names).
+VISIONREASONER_CONVENTIONS = {"pixel_iou": True, "point_in_box": True, "point_distance": "euclidean",
+                              "invalid_object": "zero_answer", "non_repeat": "output"}
+
 PRESETS: dict[str, dict | None] = {
     # No adaptation: the base model evaluated greedily (every table's base row).
     "zero-shot": None,
@@ -82,28 +87,28 @@ PRESETS: dict[str, dict | None] = {
     # (vote 32, train 16), so that the two differ in the reward alone.
     "ttrl-majority": {
         "reward": "majority_vote",
-        "reward_params": {},
+        "reward_params": {"unparsable": "answer"},
         "hyperparameters": TTRV_HYPERPARAMETERS,
         "source": "TTRL (Zuo et al. 2025); TTRV Table 3 baseline",
     },
     # TTRV Section 3.2, Eq. 5-7: frequency reward - alpha * H, alpha = 0.75 (Appendix A).
     "ttrv": {
         "reward": "ttrv",
-        "reward_params": {"alpha": 0.75, "entropy": "paper"},
+        "reward_params": {"alpha": 0.75, "entropy": "paper", "unparsable": "answer"},
         "hyperparameters": TTRV_HYPERPARAMETERS,
         "source": "TTRV Section 3.2; settings from the authors' run logs (verl/logs)",
     },
     # The same reward with the settings TTRV Appendix A states (32 rollouts, all trained; 8 prompts).
     "ttrv-appendix-a": {
         "reward": "ttrv",
-        "reward_params": {"alpha": 0.75, "entropy": "paper"},
+        "reward_params": {"alpha": 0.75, "entropy": "paper", "unparsable": "answer"},
         "hyperparameters": TTRV_APPENDIX_A_HYPERPARAMETERS,
         "source": "TTRV Section 3.2, Appendix A",
     },
     # TTRV Table 4 ablations.
     "ttrv-no-diversity": {
         "reward": "ttrv_frequency_only",
-        "reward_params": {},
+        "reward_params": {"unparsable": "answer"},
         "hyperparameters": TTRV_HYPERPARAMETERS,
         "source": "TTRV Table 4 (w/o diversity)",
     },
@@ -143,7 +148,7 @@ PRESETS: dict[str, dict | None] = {
     # VisionReasoner format rewards; thresholds "base" 0.5/10/30 (Table 9 has loose and strict).
     "vr-ttrl": {
         "reward": "vr_ttrl_consensus",
-        "reward_params": {"thresholds": "base", "anti": False},
+        "reward_params": {"thresholds": "base", "anti": False, **VISIONREASONER_CONVENTIONS},
         "hyperparameters": VR_TTRL_HYPERPARAMETERS,
         "task": "grounding",
         "per_sample": True,
@@ -152,7 +157,7 @@ PRESETS: dict[str, dict | None] = {
     # VR-TTRL "single gen": 1 generation round, 10 updates on it (TRL's num_iterations).
     "vr-ttrl-single-gen": {
         "reward": "vr_ttrl_consensus",
-        "reward_params": {"thresholds": "base", "anti": False},
+        "reward_params": {"thresholds": "base", "anti": False, **VISIONREASONER_CONVENTIONS},
         "hyperparameters": {**VR_TTRL_HYPERPARAMETERS, "epochs": 1, "updates_per_generation": 10},
         "task": "grounding",
         "per_sample": True,
@@ -161,7 +166,7 @@ PRESETS: dict[str, dict | None] = {
     # VR-TTRL anti-consensus ablation: the pseudo-label is the least agreed-on completion.
     "vr-ttrl-anti-consensus": {
         "reward": "vr_ttrl_consensus",
-        "reward_params": {"thresholds": "base", "anti": True},
+        "reward_params": {"thresholds": "base", "anti": True, **VISIONREASONER_CONVENTIONS},
         "hyperparameters": VR_TTRL_HYPERPARAMETERS,
         "task": "grounding",
         "per_sample": True,
@@ -170,7 +175,7 @@ PRESETS: dict[str, dict | None] = {
     # VR-TTRL Table 9: matching thresholds loose (0.3/20/50) and strict (0.7/5/15).
     "vr-ttrl-loose-thresholds": {
         "reward": "vr_ttrl_consensus",
-        "reward_params": {"thresholds": "loose", "anti": False},
+        "reward_params": {"thresholds": "loose", "anti": False, **VISIONREASONER_CONVENTIONS},
         "hyperparameters": VR_TTRL_HYPERPARAMETERS,
         "task": "grounding",
         "per_sample": True,
@@ -178,7 +183,7 @@ PRESETS: dict[str, dict | None] = {
     },
     "vr-ttrl-strict-thresholds": {
         "reward": "vr_ttrl_consensus",
-        "reward_params": {"thresholds": "strict", "anti": False},
+        "reward_params": {"thresholds": "strict", "anti": False, **VISIONREASONER_CONVENTIONS},
         "hyperparameters": VR_TTRL_HYPERPARAMETERS,
         "task": "grounding",
         "per_sample": True,
@@ -187,7 +192,7 @@ PRESETS: dict[str, dict | None] = {
     # Vote-only baseline: the same N rollouts and consensus, no update; the pseudo-label answers.
     "vote-only": {
         "reward": "vr_ttrl_consensus",
-        "reward_params": {"thresholds": "base", "anti": False},
+        "reward_params": {"thresholds": "base", "anti": False, **VISIONREASONER_CONVENTIONS},
         "hyperparameters": {**VR_TTRL_HYPERPARAMETERS, "updates": False},
         "task": "grounding",
         "per_sample": True,

@@ -121,6 +121,8 @@ class T3RLReward:
     then the verification-weighted vote."""
 
     needs_texts = True
+    needs_uncertainty = False
+    format_params: dict = {}
 
     def __init__(self, omega: float = 5.0, verifier: str = "arithmetic", timeout_s: float = 2.0):
         if verifier not in VERIFIERS:
@@ -131,4 +133,10 @@ class T3RLReward:
 
     def __call__(self, answers: Sequence, texts: Sequence[str], options: Sequence[str] | None = None) -> list[float]:
         self.decisions = [self.verify(t, answer_value(a, options)) for t, a in zip(texts, answers)]
-        return t3rl(answers, [d.verified for d in self.decisions], self.omega)
+        verified = [d.verified for d in self.decisions]
+        rewards = t3rl(answers, verified, self.omega)
+        unweighted = t3rl(answers, [False] * len(answers), self.omega)  # TTRL's plain majority vote
+        n = max(len(answers), 1)
+        self.last_stats = {"convention_verified": sum(verified) / n,
+                           "changed_by_verification": sum(a != b for a, b in zip(rewards, unweighted)) / n}
+        return rewards
