@@ -108,3 +108,33 @@ def test_vllm_pin_inside_trls_supported_range():
     source = inspect.getsource(import_utils.is_vllm_available)
     low, high = re.search(r'Version\("([\d.]+)"\)\s*<=\s*_vllm_base_version\s*<=\s*Version\("([\d.]+)"\)', source).groups()
     assert Version(low) <= _vllm_pin() <= Version(high), f"vLLM {_vllm_pin()} outside TRL's {low}..{high}"
+
+
+def _resolution(kind: str) -> dict[str, Version]:
+    lines = (REPO / "envs" / f"{kind}-resolution.txt").read_text().splitlines()
+    return {name.lower().replace("_", "-"): Version(v) for name, v in
+            (line.split("==") for line in lines if line and not line.startswith("#"))}
+
+
+def test_pip_resolved_the_gpu_set_to_these_pins():
+    """pip's full resolution of base + `gpu` (a dry run against the package index, snapshot in
+    envs/gpu-resolution.txt) satisfies every requirement pyproject.toml states."""
+    resolved = _resolution("gpu")
+    for name, reqs in _gpu_requirements().items():
+        for r in reqs:
+            assert r.specifier.contains(resolved[name], prereleases=True), f"{r} vs resolved {resolved[name]}"
+    assert resolved["vllm"] == _vllm_pin()
+
+
+def test_cpu_default_resolves_to_the_ranges_upper_bounds():
+    """The ranges that let the `gpu` extra resolve leave the CPU install where it was: pip picks
+    their upper bounds (envs/cpu-resolution.txt)."""
+    resolved = _resolution("cpu")
+    for line in _pyproject()["dependencies"]:
+        req = Requirement(line)
+        name = req.name.lower().replace("_", "-")
+        assert req.specifier.contains(resolved[name], prereleases=True), f"{req} vs resolved {resolved[name]}"
+        upper = [Version(s.version) for s in req.specifier if s.operator == "<="]
+        if upper:
+            assert resolved[name] == upper[0], f"{req}: the CPU default resolved to {resolved[name]}"
+    assert "vllm" not in resolved

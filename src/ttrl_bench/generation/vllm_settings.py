@@ -26,6 +26,9 @@ EVALUATION_DEFAULTS = {
     "enforce_eager": True,
     # Sequences decoded at once; null = vLLM's default.
     "max_num_seqs": None,
+    # Weights' dtype: "auto" = the checkpoint's, as transformers loads it for the HF path (vLLM's
+    # CPU build turns a float32 checkpoint into bfloat16 unless told "float32").
+    "dtype": "auto",
     # Passed to the model's HF image processor inside vLLM (e.g. {"max_pixels": ...} for
     # Qwen2.5-VL); must match what the HF path uses or the two backends see different images.
     "mm_processor_kwargs": {},
@@ -57,6 +60,7 @@ def llm_kwargs(model_path: str, settings: dict | None, max_new_tokens: int, seed
         "max_model_len": s["max_prompt_tokens"] + max_new_tokens,
         "gpu_memory_utilization": s["gpu_memory_utilization"],
         "enforce_eager": s["enforce_eager"],
+        "dtype": s["dtype"],
         "limit_mm_per_prompt": {"image": 1},  # one image per prompt in every dataset here
         "mm_processor_kwargs": s["mm_processor_kwargs"] or None,
         "seed": seed,
