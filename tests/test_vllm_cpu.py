@@ -28,7 +28,7 @@ from ttrl_bench.datasets.prepare import load_manifest  # noqa: E402
 from ttrl_bench.generation.backend import choose_backend  # noqa: E402
 from ttrl_bench.generation.vllm_settings import (  # noqa: E402
     PlaceholderExpansionError,
-    collapse_placeholder_runs,
+    collapse_prompts_before_generate,
     forbid_tokens_sampling_kwargs,
     llm_kwargs,
     probe_colocated_expansion,
@@ -79,8 +79,9 @@ def _image(seed: int, size=(56, 56)) -> Image.Image:
     return Image.fromarray((np.random.RandomState(seed).rand(size[1], size[0], 3) * 255).astype("uint8"))
 
 
-def test_auto_picks_vllm_on_the_cpu_build():
-    assert choose_backend("auto", "evaluation.backend") == "vllm"
+def test_cpu_build_runs_when_named_not_by_auto():
+    assert choose_backend("vllm", "evaluation.backend") == "vllm"
+    assert choose_backend("auto", "evaluation.backend") == "hf"
 
 
 def test_evaluate_backend_vllm_matches_hf_greedy(vl_model_dir, demo_data, tmp_path):
@@ -119,13 +120,18 @@ def test_forbidden_tokens_are_never_sampled(llm, vl_model_dir):
 
 
 @pytest.mark.parametrize("size", [(56, 56), (84, 112)])
-def test_trl_colocate_prompts_are_expanded_twice_unless_collapsed(llm, vl_model_dir, size):
+def test_trl_colocate_prompts_are_expanded_twice_unless_collapsed(vl_model_dir, size):
     """TRL 1.16 sends processor-expanded ids + the raw image (huggingface/trl#6294): vLLM expands
-    the first placeholder again, so the check refuses it; collapsed ids make vLLM run exactly the
-    trainer's prompt."""
+    the first placeholder again (measured: 4 image tokens sent, 7 run), so the check refuses it;
+    with the prompts collapsed first vLLM runs exactly the trainer's prompt."""
+    from vllm import LLM
+
     processor = AutoProcessor.from_pretrained(vl_model_dir)
     pad = processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    engine = LLM(**llm_kwargs(str(vl_model_dir), CPU_SETTINGS, max_new_tokens=1, seed=0))
     with pytest.raises(PlaceholderExpansionError, match="issue 6294"):
-        probe_colocated_expansion(llm, processor, _image(1, size), [pad])
-    probe_colocated_expansion(llm, processor, _image(1, size), [pad],
-                              prompt_ids_for_engine=lambda ids: collapse_placeholder_runs(ids, pad))
+        probe_colocated_expansion(engine, processor, _image(1, size), [pad])
+    collapse_prompts_before_generate(engine, pad)
+    probe_colocated_expansion(engine, processor, _image(1, size), [pad])
+    del engine
+    gc.collect()

@@ -29,13 +29,14 @@ def vllm_unavailable_reason() -> str | None:
 
 
 def choose_backend(choice: str, config_key: str) -> str:
-    """"auto": vLLM when it can run (see vllm_unavailable_reason), else transformers ("hf").
+    """"auto": vLLM where it runs on a CUDA GPU, else transformers ("hf"); vLLM's CPU build runs
+    when asked for by name (it tests the code paths; its memory settings are not the GPU's).
     Asking for vLLM where it cannot run is an error naming `config_key`, not a silent fallback."""
     if choice not in ("auto", "hf", "vllm"):
         raise ValueError(f"{config_key} must be auto, hf or vllm, got {choice!r}")
     reason = vllm_unavailable_reason()
     if choice == "auto":
-        return "vllm" if reason is None else "hf"
+        return "vllm" if reason is None and torch.cuda.is_available() else "hf"
     if choice == "vllm" and reason is not None:
         raise ValueError(f"config key {config_key} is 'vllm' but {reason}")
     return choice

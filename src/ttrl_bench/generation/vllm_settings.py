@@ -120,7 +120,7 @@ def check_engine_prompt(sent_ids: list[int], engine_ids: list[int], placeholder_
         f"placeholders sent, {len(engine_ids)} with {count(engine_ids)} run. Image placeholders were expanded twice "
         "(huggingface/trl issue 6294, and 6401 for image sizes the two processors resize differently): vLLM "
         "rollouts with images are refused for this TRL / vLLM / model combination; set "
-        "adaptation.rollout_backend: hf, or give vLLM unexpanded prompts (collapse_placeholder_runs)."
+        "adaptation.rollout_backend: hf, or give vLLM unexpanded prompts (collapse_prompts_before_generate)."
     )
 
 
@@ -146,17 +146,32 @@ def collapse_placeholder_runs(ids: list[int], placeholder_id: int, added_around:
     return out
 
 
-def probe_colocated_expansion(llm, processor, image, placeholder_ids: list[int], prompt_ids_for_engine=None) -> None:
+def collapse_prompts_before_generate(llm, placeholder_id: int, added_around: tuple[int, int] | None = None) -> None:
+    """Avoid the double expansion in TRL 1.16's colocated rollouts: `llm.generate` (the engine
+    at `trainer.vllm_generation.llm`) collapses each token prompt that comes with an image back
+    to the unexpanded form, so vLLM expands it once, into the very ids the trainer trains on.
+    Until TRL gives vLLM unexpanded prompts itself (huggingface/trl pull request 6718)."""
+    generate = llm.generate
+
+    def generate_unexpanded(prompts, *args, **kwargs):
+        if isinstance(prompts, list):
+            prompts = [{**p, "prompt_token_ids": collapse_placeholder_runs(p["prompt_token_ids"], placeholder_id, added_around)}
+                       if isinstance(p, dict) and "prompt_token_ids" in p and p.get("multi_modal_data") else p
+                       for p in prompts]
+        return generate(prompts, *args, **kwargs)
+
+    llm.generate = generate_unexpanded
+
+
+def probe_colocated_expansion(llm, processor, image, placeholder_ids: list[int]) -> None:
     """One request the way TRL 1.16's colocated rollouts make it (processor-expanded ids + the raw
     image, `trl/generation/vllm_generation.py`), then `check_engine_prompt` on what vLLM ran.
-    `prompt_ids_for_engine` maps the expanded ids to what is actually sent (e.g. a
-    `collapse_placeholder_runs` fix); the check compares the engine's ids with the expanded ones."""
+    Call it on `trainer.vllm_generation.llm` before training."""
     from vllm import SamplingParams
 
     messages = [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "Describe."}]}]
     encoded = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=True)
     expanded = [int(t) for t in encoded["input_ids"][0]]
-    sent = prompt_ids_for_engine(expanded) if prompt_ids_for_engine else expanded
-    output = llm.generate([{"prompt_token_ids": sent, "multi_modal_data": {"image": image}}],
+    output = llm.generate([{"prompt_token_ids": expanded, "multi_modal_data": {"image": image}}],
                           SamplingParams(temperature=0.0, max_tokens=1), use_tqdm=False)[0]
     check_engine_prompt(expanded, list(output.prompt_token_ids), placeholder_ids)
