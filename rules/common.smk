@@ -192,7 +192,13 @@ def get_adapt_run_flag(wildcards, input):
 
 
 def get_method_json(wildcards):
-    return json.dumps(METHOD_SPECS[wildcards.method])
+    """The resolved preset, plus the colocated vLLM engine's settings (config `adaptation.vllm`)."""
+    return json.dumps({**METHOD_SPECS[wildcards.method], "vllm": config["adaptation"]["vllm"]})
+
+
+def get_eval_vllm_settings(wildcards):
+    """vLLM engine settings of greedy evaluation (config `evaluation.vllm`), as one JSON argument."""
+    return json.dumps(config["evaluation"]["vllm"])
 
 
 def get_protocol_flags(wildcards):

@@ -13,6 +13,7 @@ rule evaluate:
         eval_flags=get_eval_flags,
         batch_size=config["evaluation"]["batch_size"],
         backend=config["evaluation"]["backend"],
+        vllm_settings=get_eval_vllm_settings,
     log:
         "logs/evaluate/{model}/{method}/{train}/{target}/{protocol}/seed{seed}.log",
     benchmark:
@@ -31,6 +32,6 @@ rule evaluate:
         " --model-name {wildcards.model} --method {wildcards.method} --train-dataset {wildcards.train}"
         " --dataset {wildcards.target} --data results/data/{wildcards.target} {params.adapt_run}"
         " {params.protocol} --seed {wildcards.seed} {params.eval_flags}"
-        " --batch-size {params.batch_size} --backend {params.backend}"
+        " --batch-size {params.batch_size} --backend {params.backend} --vllm-settings {params.vllm_settings:q}"
         " --out results/eval/{wildcards.model}/{wildcards.method}/{wildcards.train}/{wildcards.target}/{wildcards.protocol}/seed{wildcards.seed}"
         " > {log} 2>&1"

@@ -1,14 +1,11 @@
 """Backend choice for rollouts and greedy evaluation: explicit, and an error naming the key."""
 
-import importlib.util
-
 import pytest
-import torch
 
 from ttrl_bench.cli import main
-from ttrl_bench.generation.backend import choose_backend
+from ttrl_bench.generation.backend import choose_backend, vllm_unavailable_reason
 
-VLLM_CAN_RUN = importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
+VLLM_CAN_RUN = vllm_unavailable_reason() is None
 
 
 @pytest.mark.skipif(VLLM_CAN_RUN, reason="checks the refusal where vLLM cannot run (this machine: no GPU)")

@@ -164,7 +164,7 @@ def cmd_evaluate(args) -> None:
     else:
         model, processor = load_model(args.model_source)
     timed_evaluation(model, processor, samples, data_dir, task, Path(args.out), extra, args.max_new_tokens,
-                     args.batch_size)
+                     args.batch_size, json.loads(args.vllm_settings))
 
 
 def cmd_adapt_per_sample(args) -> None:
@@ -382,7 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--adapt-run", help="run.json of the adaptation job, for its timing and hash")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--backend", choices=["auto", "hf", "vllm"], default="auto",
-                   help="greedy decoding through vLLM (GPU) or transformers (config evaluation.backend)")
+                   help="greedy decoding through vLLM or transformers (config evaluation.backend)")
+    p.add_argument("--vllm-settings", default="{}", help="vLLM engine settings as JSON (config evaluation.vllm)")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("adapt-per-sample", help="steps 2+3 for VR-TTRL: adapt on each sample, predict it, restore")

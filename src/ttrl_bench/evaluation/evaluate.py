@@ -29,16 +29,16 @@ def predictions_frame(raw: list[str], samples: pd.DataFrame, task) -> pd.DataFra
 
 
 def evaluate_model(model, processor, samples: pd.DataFrame, image_root: Path, task, max_new_tokens: int,
-                   batch_size: int) -> pd.DataFrame:
+                   batch_size: int, vllm_settings: dict | None = None) -> pd.DataFrame:
     """Greedy predictions for `samples`; `model` is a loaded transformers model, or the path of
-    one as a string to run through vLLM (config `evaluation.backend`)."""
+    one as a string to run through vLLM (config `evaluation.backend`, engine `evaluation.vllm`)."""
     images = [Image.open(image_root / path).convert("RGB") for path in samples["image"]]
     systems = list(samples["system"]) if "system" in samples else None
     prompts = list(samples["prompt"])
     if isinstance(model, str):
         from ..generation.vllm_offline import generate_greedy_vllm
 
-        raw = generate_greedy_vllm(model, processor, prompts, images, max_new_tokens, systems)
+        raw = generate_greedy_vllm(model, processor, prompts, images, max_new_tokens, systems, vllm_settings)
     else:
         raw = generate_greedy(model, processor, prompts, images, max_new_tokens, batch_size, systems)
     return predictions_frame(raw, samples, task)
@@ -64,7 +64,8 @@ def write_evaluation(predictions: pd.DataFrame, task, out_dir: Path, extra: dict
     return summary
 
 
-def timed_evaluation(model, processor, samples, image_root, task, out_dir, extra, max_new_tokens, batch_size) -> dict:
+def timed_evaluation(model, processor, samples, image_root, task, out_dir, extra, max_new_tokens, batch_size,
+                     vllm_settings: dict | None = None) -> dict:
     start = time.perf_counter()
-    predictions = evaluate_model(model, processor, samples, image_root, task, max_new_tokens, batch_size)
+    predictions = evaluate_model(model, processor, samples, image_root, task, max_new_tokens, batch_size, vllm_settings)
     return write_evaluation(predictions, task, out_dir, extra, time.perf_counter() - start)
