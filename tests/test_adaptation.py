@@ -265,8 +265,18 @@ def test_placeholder_tokens_are_forbidden_and_refused(tiny_model_dirs, tmp_path)
 
     assert placeholder_token_ids(AutoConfig.from_pretrained(tiny_model_dirs["qwen2_5_vl"])) == [5, 6]
     assert placeholder_token_ids(AutoConfig.from_pretrained(tiny_model_dirs["internvl"])) == [5]
+    from ttrl_bench.adaptation.grpo import forbidden_token_kwargs
+    from ttrl_bench.models.families import image_span_token_ids
+
     hp = {**resolve_method("ttrv")["hyperparameters"], "rollout_backend": "hf"}
-    assert grpo_config(tmp_path, hp, 0, [5, 6]).generation_kwargs == {"suppress_tokens": [5, 6]}
+    sampling = forbidden_token_kwargs("hf", [5, 6, 9], 9)
+    assert grpo_config(tmp_path, hp, 0, sampling).generation_kwargs == {"suppress_tokens": [5, 6, 9]}
+    # vLLM: every other id of a 9-token tokenizer is allowed; 9 (past the tokenizer) is never sampled
+    assert forbidden_token_kwargs("vllm", [5, 6, 9], 9) == {"allowed_token_ids": [0, 1, 2, 3, 4, 7, 8]}
+    # InternVL's processor wraps the placeholder run in <img> (3) </img> (4); Qwen2.5-VL's adds nothing
+    _, qwen = load_model(str(tiny_model_dirs["qwen2_5_vl"]))
+    _, internvl = load_model(str(tiny_model_dirs["internvl"]))
+    assert image_span_token_ids(qwen) is None and image_span_token_ids(internvl) == (3, 4)
     refuse_placeholders([[7, 8], [9]], {5, 6})
     with pytest.raises(PlaceholderInRolloutError, match=r"rollout 1 .*\[6\]"):
         refuse_placeholders([[7, 8], [9, 6, 2]], {5, 6})

@@ -33,7 +33,7 @@ from ttrl_bench.generation.vllm_settings import (  # noqa: E402
     llm_kwargs,
     probe_colocated_expansion,
 )
-from ttrl_bench.models.tiny import build_processor, tiny_config, train_tokenizer  # noqa: E402
+from ttrl_bench.models.tiny import build_tiny, train_tokenizer  # noqa: E402
 
 # vLLM's CPU attention supports head sizes 32, 64, 80, ... (head_dim 16, the demo model's, fails:
 # "Unsupported CPU attention configuration: head_dim=16"); hidden 256 / 4 heads = 64.
@@ -51,9 +51,10 @@ def vl_model_dir(demo_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("vllm") / "tiny-vl-h256"
     rows = load_manifest(demo_data, "train").to_dict("records")
     tokenizer = train_tokenizer([r["prompt"] for r in rows] + [r["label"] for r in rows])
-    config = tiny_config(tokenizer, hidden=HIDDEN)
+    model, processor = build_tiny(tokenizer, hidden=HIDDEN)
     # transformers' default init (0.02) makes every greedy answer the same string (48 of 48
     # "\n\n\n..."), whatever the image; at 0.1, 47 of 48 differ, so agreement means something.
+    config = model.config
     for part in (config, config.text_config, config.vision_config):
         part.initializer_range = 0.1
     torch.manual_seed(0)
@@ -61,7 +62,7 @@ def vl_model_dir(demo_data, tmp_path_factory):
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.save_pretrained(out)
-    build_processor(tokenizer).save_pretrained(out)
+    processor.save_pretrained(out)
     return out
 
 

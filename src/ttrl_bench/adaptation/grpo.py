@@ -25,7 +25,19 @@ from ..evaluation.tasks import TASKS
 from ..generation.backend import choose_backend
 from ..rewards.registry import get_reward
 from ..runs.processes import process_state
-from ..models.families import parameter_count, unsampleable_token_ids, vision_tower
+from ..generation.vllm_settings import (
+    collapse_prompts_before_generate,
+    forbid_tokens_sampling_kwargs,
+    grpo_vllm_kwargs,
+    probe_colocated_expansion,
+)
+from ..models.families import (
+    image_span_token_ids,
+    parameter_count,
+    placeholder_token_ids,
+    unsampleable_token_ids,
+    vision_tower,
+)
 from ..rewards.voting import answer_entropy, majority_answer
 from .uncertainty import completion_entropies, normalise_uncertainty
 from .weights import WeightSnapshot
@@ -281,19 +293,23 @@ def batch_layout(hp: dict, num_processes: int = 1) -> dict:
             "generation_batch_size": generation}
 
 
-def forbidden_token_kwargs(backend: str, token_ids: list[int]) -> dict:
-    """Sampling arguments that keep placeholder tokens out of rollouts. transformers' generate:
-    `suppress_tokens` (TRL itself suppresses only the image token, not the video one)."""
+def forbidden_token_kwargs(backend: str, token_ids: list[int], tokenizer_size: int) -> dict:
+    """Sampling arguments that keep forbidden tokens out of rollouts. transformers' generate:
+    `suppress_tokens` (TRL itself suppresses only the image token, not the video one); vLLM: only
+    the other ids of the tokenizer are allowed (generation/vllm_settings.py says why)."""
     if backend == "hf":
-        return {"suppress_tokens": token_ids}
-    return {}  # vLLM: see generation/vllm_settings.py
+        return {"suppress_tokens": list(token_ids)}
+    return forbid_tokens_sampling_kwargs([i for i in token_ids if i < tokenizer_size], tokenizer_size)
 
 
-def grpo_config(out_dir: Path, hp: dict, seed: int, forbidden_ids: list[int] = ()) -> GRPOConfig:
-    """GRPOConfig from a preset's hyper-parameters, for the processes `accelerate launch` started."""
+def grpo_config(out_dir: Path, hp: dict, seed: int, generation_kwargs: dict | None = None,
+                vllm_settings: dict | None = None) -> GRPOConfig:
+    """GRPOConfig from a preset's hyper-parameters, for the processes `accelerate launch` started;
+    `vllm_settings` (config `adaptation.vllm`) shape TRL's colocated engine when it generates."""
     num_processes = process_state().num_processes
     backend = rollout_backend(hp.get("rollout_backend", "auto"))
     on_gpu = torch.cuda.is_available()
+    engine = grpo_vllm_kwargs(vllm_settings, hp["max_completion_length"]) if backend == "vllm" else {}
     return GRPOConfig(
         output_dir=str(out_dir / "trainer"),
         **batch_layout(hp, num_processes),
@@ -310,9 +326,9 @@ def grpo_config(out_dir: Path, hp: dict, seed: int, forbidden_ids: list[int] = (
         beta=hp.get("kl_beta", 0.0),
         scale_rewards=hp.get("scale_rewards", "group"),
         gradient_checkpointing=hp.get("gradient_checkpointing", True),
-        generation_kwargs=forbidden_token_kwargs(backend, list(forbidden_ids)) or None,
+        generation_kwargs=generation_kwargs or None,
         use_vllm=backend == "vllm",
-        vllm_mode="colocate",
+        **engine,
         # the frozen KL reference is only run forward: bf16 on GPUs halves its memory
         model_init_kwargs={"dtype": torch.bfloat16} if on_gpu else None,
         logging_steps=1,
@@ -388,11 +404,13 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
     micro = hp.get("micro_batch_size") or hp["num_generations"]
     reward = GroupReward(method["reward"], method.get("reward_params", {}), hp["num_generations"], task, micro)
     forbidden = unsampleable_token_ids(model.config, processor.tokenizer)
+    backend = rollout_backend(hp.get("rollout_backend", "auto"))
     progress = ProgressLog()
     trainer = TestTimeGRPOTrainer(
         model=model,
         reward_funcs=[reward],
-        args=grpo_config(out_dir, hp, seed, forbidden),
+        args=grpo_config(out_dir, hp, seed, forbidden_token_kwargs(backend, forbidden, len(processor.tokenizer)),
+                         method.get("vllm")),
         train_dataset=adaptation_dataset(manifest, image_root),
         processing_class=processor,
         callbacks=[progress],
@@ -400,6 +418,10 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
         forbidden_token_ids=forbidden,
     )
     reward.policy = (model, processor)
+    if backend == "vllm":  # TRL 1.16 + vLLM expand image placeholders twice (huggingface/trl 6294, 6401)
+        llm = trainer.vllm_generation.llm
+        collapse_prompts_before_generate(llm, model.config.image_token_id, image_span_token_ids(processor))
+        probe_colocated_expansion(llm, processor, trainer.train_dataset[0]["image"], placeholder_token_ids(model.config))
     before = before or WeightSnapshot(model)
     try:
         trainer.train()

@@ -57,6 +57,14 @@ def unsampleable_token_ids(config, tokenizer) -> list[int]:
     return placeholder_token_ids(config) + list(range(len(tokenizer), config.get_text_config().vocab_size))
 
 
+def image_span_token_ids(processor) -> tuple[int, int] | None:
+    """The start / end tokens a family's processor puts around an image's placeholder run
+    (InternVL's <img> / </img>; Qwen2.5-VL's <|vision_start|> / <|vision_end|> come from the chat
+    template instead, so its processor adds none)."""
+    span = (getattr(processor, "start_image_token_id", None), getattr(processor, "end_image_token_id", None))
+    return span if all(isinstance(i, int) for i in span) else None
+
+
 def parameter_count(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
