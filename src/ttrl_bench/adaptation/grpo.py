@@ -16,15 +16,13 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from datasets import Dataset
 from accelerate.utils import gather_object
+from datasets import Dataset
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from ..evaluation.tasks import TASKS
 from ..generation.backend import choose_backend
-from ..rewards.registry import get_reward
-from ..runs.processes import process_state
 from ..generation.vllm_settings import (
     collapse_prompts_before_generate,
     forbid_tokens_sampling_kwargs,
@@ -38,7 +36,9 @@ from ..models.families import (
     unsampleable_token_ids,
     vision_tower,
 )
+from ..rewards.registry import get_reward
 from ..rewards.voting import answer_entropy, majority_answer
+from ..runs.processes import process_state
 from .uncertainty import completion_entropies, normalise_uncertainty
 from .weights import WeightSnapshot
 
@@ -107,8 +107,11 @@ class GroupReward:
                  vote_ids=None, **columns) -> list[float]:
         """Rewards of this process's completions. Under several processes a group may be split across
         them (per-sample VR-TTRL: one prompt's 8 rollouts on 2 GPUs), so every process scores the
-        whole generation batch, gathered in process order as TRL lays it out, and keeps its slice."""
-        keys = [k for k in columns if k not in ("log_extra", "log_metric")]
+        whole generation batch, gathered in process order as TRL lays it out, and keeps its slice
+        (DARE's forward then runs on every process for every group: redundant, and what FSDP's
+        collectives need). Images travel only where the reward's forward needs them."""
+        skip = {"log_extra", "log_metric"} | (set() if self.needs_uncertainty else {"image"})
+        keys = [k for k in columns if k not in skip]
         local = len(completions)
         texts, ids, votes, vote_id_lists, columns = gathered(
             [completion_text(c) for c in completions], completion_ids, vote_texts, vote_ids, {k: columns[k] for k in keys})
