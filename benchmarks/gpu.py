@@ -6,6 +6,13 @@ own adaptation, per-sample and evaluation code.
     python benchmarks/gpu.py --models internvl3-2b --methods ttrv dare
     python benchmarks/gpu.py --tiny           # the same code paths on tiny models (CPU; CI runs it)
 
+A 7-8B model's training state (~150 GB) does not fit one 80 GB GPU: run those sizes as the adapt
+rule does, under FSDP2 with CPU offload on one GPU (or over 4 GPUs without), e.g.
+
+    accelerate launch --num_processes 1 --num_machines 1 --use_fsdp --fsdp_version 2 \
+        --fsdp_auto_wrap_policy TRANSFORMER_BASED_WRAP --fsdp_state_dict_type FULL_STATE_DICT \
+        --fsdp_offload_params true benchmarks/gpu.py --models qwen2.5-vl-7b
+
 Per model and method it prints: seconds per optimizer step, TTRV adaptation wall time (20 samples,
 2 epochs at the authors'-run settings: 4 prompts x 16 trained of 32 voted rollouts), VR-TTRL seconds
 per update and per sample (1 sample x 5 rounds x 8 rollouts), greedy evaluation samples/s, peak GPU
