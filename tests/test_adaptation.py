@@ -188,6 +188,10 @@ def test_one_optimizer_step_is_the_presets_batch_in_micro_batches():
     appendix = resolve_method("ttrv-appendix-a", {"generation_batch_size": 256})["hyperparameters"]
     assert batch_layout(appendix) == {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 64,
                                       "generation_batch_size": 256}
+    # VR-TTRL on 4 GPUs: 8 rollouts of one prompt, 2 per process, so micro-batches of 2
+    vr = resolve_method("vr-ttrl")["hyperparameters"]
+    assert batch_layout(vr, num_processes=4) == {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 1,
+                                                 "generation_batch_size": 8}
     with pytest.raises(ValueError, match="micro_batch_size 5"):
         batch_layout({**hp, "micro_batch_size": 5})
     with pytest.raises(ValueError, match="generation_batch_size = 24"):

@@ -281,7 +281,9 @@ def batch_layout(hp: dict, num_processes: int = 1) -> dict:
     processes, one group split across them)."""
     n = hp["num_generations"]
     per_step = n * hp.get("prompts_per_step", 1)
-    micro = hp.get("micro_batch_size") or n
+    # a step's completions shared by many GPUs leave each fewer than a micro-batch (VR-TTRL on 4 GPUs:
+    # 8 rollouts, 2 per GPU): the micro-batch shrinks to them, a memory knob only
+    micro = min(hp.get("micro_batch_size") or n, max(1, per_step // num_processes))
     generation = hp.get("generation_batch_size") or n * min(num_processes, hp.get("prompts_per_step", 1))
     key = "adaptation.hyperparameters.<task>"
     if per_step % (micro * num_processes):
