@@ -443,7 +443,7 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
                 try:
                     with Image.open(path) as im:
                         size = im.size
-                except OSError:  # counted by the resolution filter as unreadable
+                except (OSError, Image.DecompressionBombError):  # counted by the resolution filter
                     yield {**base_sample, "image_path": path, "query": ""}
                     continue
                 for j, fields_j in enumerate(GEOMETRY_READERS[spec.reader](row, fields, classes, size)):
