@@ -59,3 +59,16 @@ def test_images_are_decoded_one_batch_at_a_time(tiny, five_samples, monkeypatch)
     evaluate.evaluate_model(model, processor, samples, root, MCQTask(), max_new_tokens=2, batch_size=2)
     # batches [0, 1], [2 (broken), 3], [4]: the broken image leaves one sample to generate
     assert events == ["decode", "decode", 2, "decode", "decode", 1, "decode", 1]
+
+
+def test_adaptation_decodes_images_when_a_batch_is_read(five_samples):
+    from ttrl_bench.adaptation.grpo import adaptation_dataset
+
+    samples, root = five_samples
+    dataset = adaptation_dataset(samples, root)
+    # what the dataset holds: the files' paths, not decoded images
+    assert dataset.data.column("image").to_pylist() == [str(root / p) for p in samples["image"]]
+    first = dataset[0]
+    assert first["id"] == samples["id"][0] and first["image"].size == (56, 56) and first["image"].mode == "RGB"
+    with pytest.raises(ValueError, match=rf"{samples['id'][2]}: image {root / samples['image'][2]} does not decode"):
+        dataset[2]
