@@ -408,7 +408,7 @@ def test_every_registry_entry_has_a_fixture_test():
 
 
 def test_offline_without_a_local_copy_names_the_hub_id_and_config_key(tmp_path, monkeypatch):
-    monkeypatch.setattr(sources, "_hub_reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr(sources, "hub_reachable", lambda timeout=3.0: False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     with pytest.raises(DatasetSourceError, match=r"lmms-lab/MME.*`data\.sources\.mme\.path`"):
         prepare(tmp_path, "mme", None)
