@@ -1,6 +1,6 @@
 import json
-import os
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -15,7 +15,7 @@ sys.path.insert(0, SRC)
 
 from ttrl_bench.adaptation.presets import METHOD_NAMES, is_per_sample, method_task, resolve_method
 from ttrl_bench.datasets.registry import REGISTRY
-from ttrl_bench.datasets.sources import BUNDLED_TEST_SIZES, hub_reachable
+from ttrl_bench.datasets.sources import BUNDLED_TEST_SIZES, hub_usable
 from ttrl_bench.evaluation.tasks import task_for
 from ttrl_bench.results.paper_tables import PAPER_TABLES
 
@@ -261,11 +261,12 @@ def get_paper_model_names():
 
 # Every rule runs the package from this checkout, so the same command works in the venv of the
 # README and in `--sdm conda` environments (envs/*.yaml), which install the dependencies only.
-# The checkout reaches the jobs through their environment (cluster jobs parse this file again),
-# never through a rule's command or params: a workdir that is moved, copied or has a space in
-# its path plans the same jobs.
-if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != SRC:
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))
+# The checkout reaches the jobs through a shell prefix (cluster jobs parse this file again), never
+# through a rule's command or params: a workdir that is moved, copied or has a space in its path
+# plans the same jobs.
+# (braces doubled: Snakemake formats the prefix like a rule's command)
+QUOTED_SRC = shlex.quote(SRC).replace("{", "{{").replace("}", "}}")
+shell.prefix(f"export PYTHONPATH={QUOTED_SRC}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; ")
 TTRL_BENCH = "python -m ttrl_bench.cli"
 
 
@@ -313,7 +314,7 @@ def check_sample_counts():
 
 def is_hub_id(source):
     """"org/name" (what resolve_model_source accepts); anything else names a local directory."""
-    return source.count("/") == 1 and not source.startswith((".", "/", "~"))
+    return len(Path(source).parts) == 2 and not Path(source).is_absolute() and not source.startswith((".", "~"))
 
 
 def check_sources():
@@ -333,7 +334,7 @@ def check_sources():
             value = (config["data"]["sources"].get(dataset) or {}).get(field)
             if value and not Path(value).exists():
                 raise ValueError(f"config key `data.sources.{dataset}.{field}`: {value} does not exist")
-    if hub and os.environ.get("HF_HUB_OFFLINE") != "1" and not hub_reachable():
+    if hub and not hub_usable():
         raise ValueError(
             f"config key `models.{hub[0]}.source`: the Hugging Face Hub is unreachable, so "
             f"{MODELS[hub[0]]['source']} cannot be downloaded; point the key at a local copy, or set "

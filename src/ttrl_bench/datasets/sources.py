@@ -126,6 +126,13 @@ def hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
+def hub_usable() -> bool:
+    """HF_HUB_OFFLINE=1 (models and datasets come from the Hugging Face cache), or a reachable Hub."""
+    import os
+
+    return os.environ.get("HF_HUB_OFFLINE") == "1" or hub_reachable()
+
+
 # File formats `datasets` loads from data files, in the order a directory is probed for them.
 FILE_PATTERNS = {"parquet": ("*.parquet",), "webdataset": ("*.tar",), "json": ("*.jsonl", "*.json"), "csv": ("*.csv",)}
 LOCAL_FORMATS = ("hf-disk", *FILE_PATTERNS, "imagefolder")
@@ -177,14 +184,12 @@ def _load_local(spec: DatasetSpec, path: Path, fmt: str | None, files: str | Non
 
 
 def _load_hub(spec: DatasetSpec):
-    import os
-
     import datasets
 
     if spec.source.startswith("local:"):
         raise DatasetSourceError(f"dataset {spec.name!r} has no Hub copy ({spec.source}); set config "
                                  f"`data.sources.{spec.name}.path` to a local copy")
-    if os.environ.get("HF_HUB_OFFLINE") != "1" and not hub_reachable():
+    if not hub_usable():
         raise DatasetSourceError(
             f"dataset {spec.name!r}: the Hugging Face Hub is unreachable, so {spec.source} (split {spec.split!r}) "
             f"cannot be downloaded; set config `data.sources.{spec.name}.path` to a local copy, or HF_HUB_OFFLINE=1 "
