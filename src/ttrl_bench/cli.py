@@ -55,7 +55,10 @@ def _adaptation_samples(data_dir: Path, n_adapt, seed: int, sampling: str):
     from .datasets.prepare import load_manifest
     from .datasets.sampling import select_adaptation_samples
 
-    return select_adaptation_samples(load_manifest(data_dir, "test"), n_adapt, seed, sampling)
+    try:
+        return select_adaptation_samples(load_manifest(data_dir, "test"), n_adapt, seed, sampling)
+    except ValueError as err:  # the dry run checks this too, once the dataset is prepared
+        raise ValueError(f"{data_dir}: {err} (config adaptation.n_samples or experiments.<name>.n_samples)") from err
 
 
 def _run_identity(args, train_dataset: str, target_dataset: str) -> dict:
