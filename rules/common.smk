@@ -279,7 +279,7 @@ def adapted_weights(path):
 # --- fail fast: what the jobs would discover after hours, the dry run reports, naming the key ----
 
 
-def test_split_size(dataset):
+def test_samples_of(dataset):
     """Test samples of a dataset: its prep_stats.json once prepared, the bundled sets' known size
     before; None where only preparation can tell (the resolution filter drops some)."""
     stats = Path(f"results/data/{dataset}/prep_stats.json")
@@ -295,12 +295,12 @@ def check_sample_counts():
         key = f"{key}.n_samples" if key == "adaptation" or "n_samples" in block else "adaptation.n_samples"
         trains = block.get("datasets", []) + [pair[0] for pair in block.get("cross", [])]
         for dataset in trains:
-            size = test_split_size(dataset)
+            size = test_samples_of(dataset)
             if n != "all" and size is not None and n > size and any(fits(m, dataset) for m in GRPO_METHODS if m in block["methods"]):
                 raise ValueError(f"config key `{key}`: {n} adaptation samples, but {dataset}'s test split has {size}")
     exclude = config["evaluation"]["exclude_adaptation_samples"]
     for model, method, train, target, proto, seed in RUNS:
-        wanted, size = config["evaluation"][TASK[target]]["samples"], test_split_size(target)
+        wanted, size = config["evaluation"][TASK[target]]["samples"], test_samples_of(target)
         if wanted == "all" or size is None:
             continue
         n_adapt = proto[1:].split("_")[0]
@@ -319,7 +319,7 @@ def is_hub_id(source):
 
 def check_sources():
     """Local model directories and dataset copies exist; Hub model ids are reachable (a TCP probe
-    of about a second, as preparation does for datasets: loading waits minutes before failing)
+    of 3 s at most, as preparation does for datasets: loading waits minutes before failing)
     unless HF_HUB_OFFLINE=1 says to use the Hugging Face cache."""
     hub = []
     for name in sorted({run[0] for run in RUNS}):

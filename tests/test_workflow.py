@@ -46,7 +46,7 @@ def readme_command() -> str:
 def most_gpu_jobs_at_once(output: str) -> int:
     """The most jobs of the GPU rules running at the same time, from Snakemake's job log."""
     running, most = set(), 0
-    for event in re.finditer(r"^rule (\w+):\n(?:\s+.*\n)*?\s+jobid: (\d+)|Finished jobid: (\d+)", output, re.M):
+    for event in re.finditer(r"^(?:local)?rule (\w+):\n(?:\s+.*\n)*?\s+jobid: (\d+)|Finished jobid: (\d+)", output, re.M):
         rule, started, finished = event.groups()
         if started and rule in GPU_RULES:
             running.add(started)
