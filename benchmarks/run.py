@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -220,18 +221,88 @@ def bench_dataset_reader(quick: bool) -> pd.DataFrame:
     ])
 
 
+# Runs in a fresh interpreter per size: the peak resident memory (VmHWM) is reset once the model is
+# loaded, so what is measured is evaluation alone.
+EVAL_MEMORY_CHILD = """
+import json, sys
+from pathlib import Path
+import pandas as pd
+from ttrl_bench.evaluation.evaluate import decode_image, evaluate_model
+from ttrl_bench.evaluation.tasks import MCQTask
+from ttrl_bench.models.loading import load_model
+
+data, model_dir, n, mode = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+model, processor = load_model(model_dir)
+samples = pd.read_parquet(data / "manifest.parquet").head(n)
+
+def status(key):
+    line = next(l for l in open("/proc/self/status") if l.startswith(key))
+    return int(line.split()[1]) / 1024
+
+Path("/proc/self/clear_refs").write_text("5")  # peak RSS := current RSS
+before = status("VmRSS")
+held = [decode_image(data, s)[0] for s in samples.to_dict("records")] if mode == "decode all first" else None
+evaluate_model(model, processor, samples, data, MCQTask(), max_new_tokens=2, batch_size=16)
+print(json.dumps({"rss_before_mb": before, "peak_rss_mb": status("VmHWM")}))
+"""
+
+
+def bench_evaluation_memory(quick: bool) -> pd.DataFrame:
+    """Peak host memory of greedy evaluation against the test set's size: streamed (ours: one
+    batch of 16 decoded at a time) vs every image decoded first (what evaluation did before).
+    640x480 images (about ImageNet's size, 0.9 MB decoded), the tiny demo model (the processor
+    shrinks the images, so generation costs little and decoded images dominate)."""
+    from PIL import Image
+
+    sizes = (16, 64) if quick else (128, 512, 2048)
+    modes = ("streamed",) if quick else ("streamed", "decode all first")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        data, model_dir = _demo_model(Path(tmp))
+        rng = np.random.default_rng(0)
+        images = data / "eval-memory"
+        images.mkdir()
+        for i in range(16):  # smooth photo-like images, cycled: small files, full-size decodes
+            small = rng.integers(0, 255, (30, 40, 3), dtype=np.uint8)
+            Image.fromarray(small).resize((640, 480), Image.Resampling.BICUBIC).save(images / f"{i}.jpg", quality=90)
+        test = pd.read_parquet(data / "manifest.parquet").query("split == 'test'")
+        rows_needed = max(sizes)
+        manifest = pd.concat([test] * (rows_needed // len(test) + 1), ignore_index=True).head(rows_needed)
+        manifest["id"] = [f"s{i:05d}" for i in range(rows_needed)]
+        manifest["image"] = [f"eval-memory/{i % 16}.jpg" for i in range(rows_needed)]
+        manifest.to_parquet(data / "manifest.parquet", index=False)
+        for mode in modes:
+            for n in sizes:
+                out = subprocess.run([sys.executable, "-c", EVAL_MEMORY_CHILD, str(data), str(model_dir), str(n), mode],
+                                     capture_output=True, text=True, check=True).stdout
+                measured = json.loads(out.strip().splitlines()[-1])
+                rows.append({"evaluation": mode, "samples": n, **measured,
+                             "growth_mb": measured["peak_rss_mb"] - measured["rss_before_mb"], "machine": _machine()})
+    return pd.DataFrame(rows)
+
+
+def _machine() -> str:
+    import torch
+
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    return f"{platform.machine()} {platform.system()}, {os.cpu_count()} cores, {memory:.0f} GiB, {gpu}"
+
+
 def bench_workflow(quick: bool) -> pd.DataFrame:
     """Dry-run time of each full-paper config against its DAG size."""
     rows = []
     configs = ["config/config.yaml"] if quick else ["config/config.yaml", "config/ttrv.yaml", "config/vr-ttrl.yaml", "config/dare.yaml"]
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ("Snakefile", "rules", "config", "workflow", "envs", "src"):
+        for name in ("Snakefile", "rules", "config", "workflow", "profiles", "envs", "src"):
             src = ROOT / name
             (shutil.copytree if src.is_dir() else shutil.copy)(src, Path(tmp) / name)
         for config in configs:
             start = time.perf_counter()
+            # the papers' models are Hub ids: HF_HUB_OFFLINE=1 skips the dry run's Hub probe
             out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", config, "--replace-workflow-config"],
-                                 cwd=tmp, capture_output=True, text=True, check=True).stdout
+                                 cwd=tmp, capture_output=True, text=True, check=True,
+                                 env={**os.environ, "HF_HUB_OFFLINE": "1"}).stdout
             t = time.perf_counter() - start
             jobs = int(out.split("Job stats:", 1)[1].split("total", 1)[1].split()[0])
             rows.append({"config": config, "jobs": jobs, "dry_run_s": t})
@@ -244,6 +315,7 @@ BENCHMARKS = {
     "restore": bench_restore,
     "generation": bench_generation_and_adaptation,
     "store": bench_store,
+    "evaluation_memory": bench_evaluation_memory,
     "workflow": bench_workflow,
 }
 

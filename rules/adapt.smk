@@ -3,7 +3,7 @@ rule adapt:
         model=get_base_model_input,
         data="results/data/{dataset}/manifest.parquet",
     output:
-        model=temp(directory("results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/model")),
+        model=adapted_weights("results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/model"),
         train_log="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/train_log.parquet",
         run="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/run.json",
     params:

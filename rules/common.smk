@@ -1,11 +1,22 @@
 import json
 import re
+import shlex
+import sys
 import zlib
+from pathlib import Path
 
+import jsonschema
+import yaml
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
+
+# The package of this checkout, in this process as in every job (below: TTRL_BENCH)
+SRC = str(Path(workflow.basedir) / "src")
+sys.path.insert(0, SRC)
 
 from ttrl_bench.adaptation.presets import METHOD_NAMES, is_per_sample, method_task, resolve_method
 from ttrl_bench.datasets.registry import REGISTRY
+from ttrl_bench.datasets.sources import BUNDLED_TEST_SIZES, hub_usable
 from ttrl_bench.evaluation.tasks import task_for
 from ttrl_bench.results.paper_tables import PAPER_TABLES
 from ttrl_bench.runs.launch import default_gpus, launcher, needs_offload
@@ -16,7 +27,25 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
-validate(config, "../workflow/schemas/config.schema.yaml")
+SCHEMA = "../workflow/schemas/config.schema.yaml"
+
+
+def schema_error(config, schema_path):
+    """The schema's most relevant error in one line, the offending key first (Snakemake's own
+    message prints it after the whole schema)."""
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    error = jsonschema.exceptions.best_match(jsonschema.validators.validator_for(schema)(schema).iter_errors(config))
+    path = [str(part) for part in error.absolute_path]
+    if error.validator == "additionalProperties":  # the unknown key itself, not its parent
+        unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return f"config key `{'.'.join(path + unknown[:1])}`: unknown key (every key is in workflow/schemas/config.schema.yaml)"
+    return f"config key `{'.'.join(path) or '(top level)'}`: {error.message}"
+
+
+try:
+    validate(config, SCHEMA)  # also fills in the schema's defaults
+except WorkflowError:
+    raise ValueError(schema_error(config, Path(workflow.current_basedir) / SCHEMA)) from None
 
 
 def check_names(key, names, known):
@@ -247,7 +276,7 @@ def get_launcher(wildcards):
     """`ttrl-bench` as one process, or under `accelerate launch` with FSDP2 over the job's GPUs; the
     rendezvous port is derived from the job so that jobs sharing a node do not collide."""
     port = 29500 + zlib.crc32("/".join(wildcards).encode()) % 2000
-    return TTRL_BENCH.replace("python -m ttrl_bench.cli", launcher(get_gpus(wildcards), get_params_b(wildcards), port))
+    return launcher(get_gpus(wildcards), get_params_b(wildcards), port)
 
 
 def get_adapt_runtime(wildcards):
@@ -268,7 +297,90 @@ def get_paper_model_names():
 
 # Every rule runs the package from this checkout, so the same command works in the venv of the
 # README and in `--sdm conda` environments (envs/*.yaml), which install the dependencies only.
-TTRL_BENCH = f"PYTHONPATH={workflow.basedir}/src${{PYTHONPATH:+:$PYTHONPATH}} python -m ttrl_bench.cli"
+# The checkout reaches the jobs through a shell prefix (cluster jobs parse this file again), never
+# through a rule's command or params: a workdir that is moved, copied or has a space in its path
+# plans the same jobs.
+# (braces doubled: Snakemake formats the prefix like a rule's command)
+QUOTED_SRC = shlex.quote(SRC).replace("{", "{{").replace("}", "}}")
+shell.prefix(f"export PYTHONPATH={QUOTED_SRC}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; ")
+TTRL_BENCH = "python -m ttrl_bench.cli"
+
+
+def adapted_weights(path):
+    """An adaptation's weights: deleted once evaluated (temp()) unless config
+    `adaptation.keep_adapted_weights` keeps them for reruns by hand."""
+    return directory(path) if config["adaptation"]["keep_adapted_weights"] else temp(directory(path))
+
+
+# --- fail fast: what the jobs would discover after hours, the dry run reports, naming the key ----
+
+
+def test_samples_of(dataset):
+    """Test samples of a dataset: its prep_stats.json once prepared, the bundled sets' known size
+    before; None where only preparation can tell (the resolution filter drops some)."""
+    stats = Path(f"results/data/{dataset}/prep_stats.json")
+    if stats.exists():
+        return json.loads(stats.read_text())["splits"].get("test", 0)
+    return BUNDLED_TEST_SIZES.get(dataset)
+
+
+def check_sample_counts():
+    """Adaptation and evaluation sample counts within each dataset's test split."""
+    for key, block in [("adaptation", BLOCKS[0])] + [(f"experiments.{n}", e) for n, e in EXPERIMENTS.items()]:
+        n = block.get("n_samples", N_ADAPT)
+        key = f"{key}.n_samples" if key == "adaptation" or "n_samples" in block else "adaptation.n_samples"
+        trains = block.get("datasets", []) + [pair[0] for pair in block.get("cross", [])]
+        for dataset in trains:
+            size = test_samples_of(dataset)
+            if n != "all" and size is not None and n > size and any(fits(m, dataset) for m in GRPO_METHODS if m in block["methods"]):
+                raise ValueError(f"config key `{key}`: {n} adaptation samples, but {dataset}'s test split has {size}")
+    exclude = config["evaluation"]["exclude_adaptation_samples"]
+    for model, method, train, target, proto, seed in RUNS:
+        wanted, size = config["evaluation"][TASK[target]]["samples"], test_samples_of(target)
+        if wanted == "all" or size is None:
+            continue
+        n_adapt = proto[1:].split("_")[0]
+        held = int(n_adapt) if exclude and TASK[target] == "mcq" and n_adapt != "all" else 0
+        if wanted > size - held:
+            raise ValueError(
+                f"config key `evaluation.{TASK[target]}.samples`: {wanted} evaluation samples, but {target}'s test "
+                f"split has {size}" + (f", {held} of them held out for adaptation" if held else "")
+            )
+
+
+def is_hub_id(source):
+    """"org/name" (what resolve_model_source accepts); anything else names a local directory."""
+    return len(Path(source).parts) == 2 and not Path(source).is_absolute() and not source.startswith((".", "~"))
+
+
+def check_sources():
+    """Local model directories and dataset copies exist; Hub model ids are reachable (a TCP probe
+    of 3 s at most, as preparation does for datasets: loading waits minutes before failing)
+    unless HF_HUB_OFFLINE=1 says to use the Hugging Face cache."""
+    hub = []
+    for name in sorted({run[0] for run in RUNS}):
+        source = MODELS[name].get("convert_from", MODELS[name]["source"])
+        if "build" in MODELS[name] or Path(source).exists():
+            continue
+        if not is_hub_id(source):
+            key = "convert_from" if "convert_from" in MODELS[name] else "source"
+            raise ValueError(f"config key `models.{name}.{key}`: local model directory {source} does not exist")
+        hub.append(name)
+    for dataset in DATASETS:
+        for field in ("path", "class_names"):
+            value = (config["data"]["sources"].get(dataset) or {}).get(field)
+            if value and not Path(value).exists():
+                raise ValueError(f"config key `data.sources.{dataset}.{field}`: {value} does not exist")
+    if hub and not hub_usable():
+        raise ValueError(
+            f"config key `models.{hub[0]}.{'convert_from' if 'convert_from' in MODELS[hub[0]] else 'source'}`: the "
+            f"Hugging Face Hub is unreachable, so {MODELS[hub[0]].get('convert_from', MODELS[hub[0]]['source'])} cannot be downloaded; point the key at a local copy, or set "
+            "HF_HUB_OFFLINE=1 to load models already in the Hugging Face cache"
+        )
+
+
+check_sample_counts()
+check_sources()
 
 
 def get_build_family(wildcards):

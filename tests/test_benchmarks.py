@@ -12,7 +12,7 @@ from conftest import REPO
 def test_benchmarks_quick_mode_prints_every_table():
     result = subprocess.run([sys.executable, "benchmarks/run.py", "--quick"], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
-    for name in ("preprocessing", "restore", "generation", "store", "workflow"):
+    for name in ("preprocessing", "restore", "generation", "store", "evaluation_memory", "workflow"):
         assert f"## {name}" in result.stdout
     assert "ratio decode / header" in result.stdout
     assert "ratio_disk_over_memory" in result.stdout

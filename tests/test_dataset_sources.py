@@ -408,7 +408,7 @@ def test_every_registry_entry_has_a_fixture_test():
 
 
 def test_offline_without_a_local_copy_names_the_hub_id_and_config_key(tmp_path, monkeypatch):
-    monkeypatch.setattr(sources, "_hub_reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr(sources, "hub_reachable", lambda timeout=3.0: False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     with pytest.raises(DatasetSourceError, match=r"lmms-lab/MME.*`data\.sources\.mme\.path`"):
         prepare(tmp_path, "mme", None)
@@ -454,3 +454,52 @@ def test_a_digit_answer_is_read_by_the_sources_answer_format():
     assert sources._letter_answer("(C)", numeric, "letter") == "C"
     with pytest.raises(ValueError, match="not a valid letter"):
         sources._letter_answer("1", numeric, "letter")
+
+
+def bomb_png(side=20000) -> bytes:
+    """A valid side x side 1-bit black PNG (about 50 KB): 400M pixels, over PIL's bomb limit of
+    2 x Image.MAX_IMAGE_PIXELS, so Image.open refuses it before reading a pixel."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    compressor, row = zlib.compressobj(9), b"\x00" * (1 + side // 8)  # filter byte + packed pixels
+    body = b"".join(compressor.compress(row) for _ in range(side)) + compressor.flush()
+    header = struct.pack(">IIBBBBB", side, side, 1, 0, 0, 0, 0)  # 1 bit, greyscale
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", body) + chunk(b"IEND", b"")
+
+
+def truncated_jpeg() -> bytes:
+    """A 64x48 JPEG cut inside its scan data: the header (and so the size) reads fine, the pixels do not."""
+    buffer = io.BytesIO()
+    Image.effect_noise((64, 48), 64).convert("RGB").save(buffer, format="JPEG", quality=95)
+    blob = buffer.getvalue()
+    return blob[: len(blob) // 2]
+
+
+def test_truncated_jpeg_and_decompression_bomb_are_counted_not_fatal(tmp_path):
+    bomb, cut = bomb_png(), truncated_jpeg()
+    with Image.open(io.BytesIO(cut)) as im:
+        assert im.size == (64, 48)  # what the header-only resolution filter sees
+    mme = {"question": datasets.Value("string"), "answer": datasets.Value("string"),
+           "category": datasets.Value("string"), "image": datasets.Image()}
+    source = save(tmp_path, {"image": [GOOD, cut, bomb], "question": ["q"] * 3, "answer": ["Yes"] * 3,
+                             "category": ["OCR"] * 3}, mme)
+    stats, manifest = prepare(tmp_path, "mme", source)
+    assert counts(stats) == {"original": 3, "kept": 1, "dropped": {"too_large": 1, "unreadable": 1}}
+    assert list(manifest["id"]) == ["mme-000000"]
+
+
+def test_decompression_bomb_in_a_grounding_source_is_too_large(tmp_path):
+    # the grounding readers read the image size before the filter does
+    polygon = [10.0, 20.0, 40.0, 20.0, 40.0, 60.0, 10.0, 60.0]
+    source = save(tmp_path, {"image": [GOOD, bomb_png(), truncated_jpeg()], "answer": [["dog"], ["cat"], ["cow"]],
+                             "segmentation": [polygon] * 3, "bbox": [[10.0, 20.0, 30.0, 40.0]] * 3},
+                  {"image": datasets.Image(), "answer": datasets.List(datasets.Value("string")),
+                   "segmentation": datasets.List(datasets.Value("float32")),
+                   "bbox": datasets.List(datasets.Value("float32"))})
+    stats, manifest = prepare(tmp_path, "refcoco", source)
+    assert counts(stats) == {"original": 3, "kept": 1, "dropped": {"too_large": 1, "unreadable": 1}}
+    assert list(manifest["query"]) == ["dog"]

@@ -1,10 +1,18 @@
-"""Dry runs of the full-paper configs: the jobs each paper implies, counted by hand below."""
+"""Dry runs of the full-paper configs: the jobs each paper implies, counted by hand below; the
+README's job counts are these dry runs' totals (`python tests/test_paper_configs.py` rewrites them)."""
 
+import os
 import re
+import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
-from test_workflow import _copy_workflow, _snakemake
+from test_workflow import REPO, _copy_workflow, _snakemake
+
+# "165<!-- job count: ttrv -->": a number in README.md and the case of CASES it is the total of
+README_COUNT = re.compile(r"(\d+)(<!-- job count: ([\w.+-]+) -->)")
 
 ALL_TTRV_EXPERIMENTS = """experiments:
   table3_reward_ablation: {enabled: true}
@@ -53,19 +61,50 @@ def _job_counts(stdout: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_dry_run_job_counts(case, tmp_path):
-    config, extra, expected = CASES[case]
-    work = _copy_workflow(tmp_path)
+def _dry_run(case: str, work: Path) -> dict[str, int]:
+    config, extra, _ = CASES[case]
     files = [config]
     if extra:
         (work / "extra.yaml").write_text(extra)
         files.append("extra.yaml")
-    result = _snakemake(work, "-n", "--configfile", *files, "--replace-workflow-config")
-    assert _job_counts(result.stdout) == {**expected, **AGGREGATE}
+    return _job_counts(_snakemake(work, "-n", "--configfile", *files, "--replace-workflow-config").stdout)
+
+
+@pytest.fixture(autouse=True)
+def offline_hub(monkeypatch):
+    """The papers' models are Hub ids and this machine is offline: HF_HUB_OFFLINE=1 (README) says
+    to take them from the Hugging Face cache instead of probing the Hub in the dry run."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_dry_run_job_counts(case, tmp_path):
+    counts = _dry_run(case, _copy_workflow(tmp_path))
+    assert counts == {**CASES[case][2], **AGGREGATE}
+    readme = {name: int(n) for n, _, name in README_COUNT.findall((REPO / "README.md").read_text())}
+    assert readme.get(case, sum(counts.values())) == sum(counts.values()), "run: python tests/test_paper_configs.py"
+
+
+def test_readme_job_counts_name_known_cases():
+    names = [name for _, _, name in README_COUNT.findall((REPO / "README.md").read_text())]
+    assert names and set(names) <= set(CASES)
 
 
 def test_paper_config_merged_into_the_demo_is_refused(tmp_path):
     result = _snakemake(_copy_workflow(tmp_path), "-n", "--configfile", "config/ttrv.yaml", check=False)
     assert result.returncode != 0
     assert "--replace-workflow-config" in result.stdout + result.stderr
+
+
+if __name__ == "__main__":  # rewrite README.md's job counts from the configs' dry runs
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    readme = REPO / "README.md"
+    text = readme.read_text()
+    with tempfile.TemporaryDirectory() as tmp:
+        totals = {}
+        for name in sorted({name for _, _, name in README_COUNT.findall(text)}):
+            work = Path(tmp) / name
+            work.mkdir()
+            totals[name] = sum(_dry_run(name, _copy_workflow(work)).values())
+    readme.write_text(README_COUNT.sub(lambda m: f"{totals[m.group(3)]}{m.group(2)}", text))
+    print(totals, file=sys.stderr)

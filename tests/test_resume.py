@@ -38,7 +38,7 @@ def test_killed_run_resumes_to_the_same_results(tmp_path):
         work.mkdir()
         _copy_workflow(work)
         (work / "small.yaml").write_text(SMALL)
-    args = ["--cores", "2", "--workflow-profile", "workflow/profiles/default", "--configfile", "small.yaml"]
+    args = ["--cores", "2", "--configfile", "small.yaml"]
 
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     log = tmp_path / "killed.log"

@@ -40,7 +40,7 @@ def test_demo_runs_through_the_slurm_profile(tmp_path):
         os.environ.update(SLURM_CONF=env["SLURM_CONF"], TTRL_SLURM_PARTITION="debug", TTRL_SLURM_ACCOUNT="")
         try:
             result = _snakemake(
-                work, "--profile", "workflow/profiles/slurm", "--configfile", "small.yaml", "--verbose",
+                work, "--workflow-profile", "profiles/slurm", "--configfile", "small.yaml", "--verbose",
                 "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
                 "--slurm-no-account",
             )

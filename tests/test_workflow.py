@@ -1,6 +1,8 @@
 """The whole pipeline through Snakemake, on a copy of the repository in a temp dir."""
 
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -12,7 +14,8 @@ from ttrl_bench.results.paper_tables import PAPER_TABLES
 from ttrl_bench.results.store import query
 
 REPO = Path(__file__).resolve().parents[1]
-WORKFLOW_FILES = ["Snakefile", "rules", "config", "workflow", "envs", "src"]
+WORKFLOW_FILES = ["Snakefile", "rules", "config", "workflow", "profiles", "envs", "src"]
+GPU_RULES = ("adapt", "adapt_per_sample", "evaluate")
 
 
 def _copy_workflow(dest: Path) -> Path:
@@ -22,24 +25,58 @@ def _copy_workflow(dest: Path) -> Path:
     return dest
 
 
+def _env() -> dict:
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
 def _snakemake(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = _env()
     result = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, env=env, capture_output=True, text=True)
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
     return result
 
 
+def readme_command() -> str:
+    """The main job's command exactly as the README's first bash block writes it, after the install."""
+    block = re.search(r"```bash\n(.+?)\n```", (REPO / "README.md").read_text(), re.S).group(1)
+    return block.split("&&")[-1].strip()
+
+
+def most_gpu_jobs_at_once(output: str) -> int:
+    """The most jobs of the GPU rules running at the same time, from Snakemake's job log."""
+    running, most = set(), 0
+    for event in re.finditer(r"^(?:local)?rule (\w+):\n(?:\s+.*\n)*?\s+jobid: (\d+)|Finished jobid: (\d+)", output, re.M):
+        rule, started, finished = event.groups()
+        if started and rule in GPU_RULES:
+            running.add(started)
+        running.discard(finished)
+        most = max(most, len(running))
+    return most
+
+
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory) -> Path:
-    """The README's main job: the embedded default, end to end."""
-    work = _copy_workflow(tmp_path_factory.mktemp("workflow"))
-    _snakemake(work, "--cores", "2", "--workflow-profile", "workflow/profiles/default")
-    return work
+def demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """The README's main job, its command as written, in a workdir whose path has a space."""
+    work = _copy_workflow(tmp_path_factory.mktemp("work dir"))
+    assert " " in str(work)
+    result = subprocess.run(readme_command(), shell=True, cwd=work, env=_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    return work, result
+
+
+@pytest.mark.workflow
+def test_the_readme_command_uses_the_default_profile(demo_run):
+    _, result = demo_run
+    assert readme_command() == "snakemake --cores all"
+    assert "Using workflow specific profile profiles/default" in result.stderr
+    # its `resources: gpu=1`: never two GPU jobs at once, though more cores were free
+    assert most_gpu_jobs_at_once(result.stdout + result.stderr) == 1
 
 
 @pytest.mark.workflow
 def test_demo_produces_store_tables_and_figures(demo_run):
+    demo_run, _ = demo_run
     db = demo_run / "results" / "benchmark.duckdb"
     runs = query(db, "SELECT method, target_dataset, metric, n FROM runs ORDER BY target_dataset, method")
     assert runs.values.tolist() == [
@@ -80,6 +117,7 @@ def test_demo_produces_store_tables_and_figures(demo_run):
 
 @pytest.mark.workflow
 def test_every_rule_logs(demo_run):
+    demo_run, _ = demo_run
     for rule in ("prepare_data", "build_demo_model", "adapt", "adapt_per_sample", "evaluate"):
         logs = list((demo_run / "logs" / rule).rglob("*.log"))
         assert logs and all(log.stat().st_size > 0 for log in logs), rule
@@ -89,11 +127,39 @@ def test_every_rule_logs(demo_run):
 
 @pytest.mark.workflow
 def test_rerun_has_nothing_to_do_and_report_builds(demo_run):
+    demo_run, _ = demo_run
     assert "Nothing to be done" in _snakemake(demo_run, "--cores", "1", "-n").stdout
     _snakemake(demo_run, "--report", "results/report.html")
     report = (demo_run / "results/report.html").read_text(errors="replace")
     for item in ("training_curves.png", "cross_dataset.png", "step_costs.png", "fidelity.md", "data_preparation.md"):
         assert item in report, item
+
+
+@pytest.mark.workflow
+def test_a_copied_results_tree_has_nothing_to_do(demo_run, tmp_path):
+    demo_run, _ = demo_run
+    copy = tmp_path / "copied tree"
+    shutil.copytree(demo_run, copy)  # files and their modification times, .snakemake included
+    result = _snakemake(copy, "--cores", "1", "-n")
+    assert "Nothing to be done" in result.stdout, result.stdout[-3000:]
+
+
+@pytest.mark.workflow
+def test_a_pasted_log_line_reruns_the_step(demo_run, tmp_path):
+    """Last in this file: it rewrites one evaluation of the shared demo run."""
+    demo_run, _ = demo_run
+    run = "demo/zero-shot/none/demo-digit-scenes/n20_random/seed0"
+    line = (demo_run / f"logs/evaluate/{run}.log").read_text().splitlines()[0]
+    predictions = demo_run / f"results/eval/{run}/predictions.parquet"
+    before = predictions.read_bytes()
+    predictions.unlink()
+    result = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert predictions.read_bytes() == before  # greedy decoding: the same predictions
+    # an adapted model's evaluation: its weights were temp(), and the error says how to keep them
+    line = (demo_run / "logs/evaluate/demo/ttrv/demo-digits/demo-digits/n20_random/seed0.log").read_text().splitlines()[0]
+    result = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 1 and "`adaptation.keep_adapted_weights: true`" in result.stderr
 
 
 def test_lint_is_clean(tmp_path):
@@ -104,16 +170,26 @@ def test_lint_is_clean(tmp_path):
 @pytest.mark.parametrize(
     "bad_config, named",
     [
-        ("learning_rat: 1", "learning_rat"),
+        # one line, the key first (not after the 500-line schema Snakemake prints)
+        ("learning_rat: 1", "config key `learning_rat`: unknown key (every key is in workflow/schemas/config.schema.yaml)"),
         ("methods: [zero-shot, ttrvv]", "ttrvv"),
         ("datasets: [imagenet-9k]", "imagenet-9k"),
         ("adaptation: {n_samples: twenty}", "twenty"),
+        # what jobs would find out after hours, the dry run reports, naming the key first
+        ("adaptation: {n_samples: 598}", "config key `adaptation.n_samples`: 598 adaptation samples, but demo-digits's test split has 597"),
+        ("evaluation: {grounding: {samples: 121}}", "config key `evaluation.grounding.samples`: 121 evaluation samples, but demo-digit-scenes's test split has 120"),
+        ("models: {other: {source: /no/such/model}}", "config key `models.other.source`: local model directory /no/such/model does not exist"),
+        ("data: {sources: {demo-digits: {path: /no/such/copy}}}", "config key `data.sources.demo-digits.path`: /no/such/copy does not exist"),
+        ("models: {hub: {source: org/model}}", "config key `models.hub.source`: the Hugging Face Hub is unreachable"),
     ],
 )
-def test_config_errors_stop_before_any_job(tmp_path, bad_config, named):
+def test_config_errors_stop_before_any_job(tmp_path, monkeypatch, bad_config, named):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there: an unreachable Hub
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     work = _copy_workflow(tmp_path)
     (work / "bad.yaml").write_text(bad_config + "\n")
     result = _snakemake(work, "--cores", "1", "--configfile", "bad.yaml", check=False)
     assert result.returncode != 0
     assert named in result.stdout + result.stderr
+    assert "Failed validating" not in result.stdout + result.stderr
     assert not (work / "results").exists()

@@ -62,7 +62,10 @@ def _adaptation_samples(data_dir: Path, n_adapt, seed: int, sampling: str):
     from .datasets.prepare import load_manifest
     from .datasets.sampling import select_adaptation_samples
 
-    return select_adaptation_samples(load_manifest(data_dir, "test"), n_adapt, seed, sampling)
+    try:
+        return select_adaptation_samples(load_manifest(data_dir, "test"), n_adapt, seed, sampling)
+    except ValueError as err:  # the dry run checks this too, once the dataset is prepared
+        raise ValueError(f"{data_dir}: {err} (config adaptation.n_samples or experiments.<name>.n_samples)") from err
 
 
 def _run_identity(args, train_dataset: str, target_dataset: str) -> dict:
@@ -132,6 +135,9 @@ def _evaluation_set(data_dir: Path, args):
     if task.family == "mcq" and args.exclude_adaptation_samples:
         held_out = set(_adaptation_samples(data_dir, args.n_adapt, args.seed, args.sampling)["id"])
         test = test[~test["id"].isin(held_out)].reset_index(drop=True)
+    if args.eval_samples != "all" and args.eval_samples > len(test):
+        raise ValueError(f"--eval-samples {args.eval_samples} (config evaluation.{task.family}.samples): {args.dataset} "
+                         f"has {len(test)} test samples to evaluate")
     if args.eval_samples != "all" and args.eval_samples < len(test):
         test = select_adaptation_samples(test, args.eval_samples, args.seed)
     return test, task
@@ -152,6 +158,11 @@ def cmd_evaluate(args) -> None:
     from .models.loading import load_model, resolve_model_source
 
     backend = choose_backend(args.backend, "evaluation.backend")  # before any work
+    if args.adapt_run and not Path(args.model_source).exists():
+        raise FileNotFoundError(
+            f"adapted weights {args.model_source} are gone: Snakemake deletes them once evaluated (temp()). Set config "
+            "`adaptation.keep_adapted_weights: true` and rerun snakemake (it adapts again and keeps them) to rerun "
+            "this evaluation by hand")
     data_dir = Path(args.data)
     samples, task = _evaluation_set(data_dir, args)
     adapt_meta = json.loads(Path(args.adapt_run).read_text()) if args.adapt_run else {}
@@ -426,18 +437,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Environment that changes what a step does or where it runs, carried into its rerun command
+RERUN_ENV = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "HF_HUB_OFFLINE", "HF_ENDPOINT", "HF_HOME")
+
+
+def rerun_command(argv: list[str]) -> str:
+    """A shell command that reruns this step as is, pasted anywhere: the same directory,
+    interpreter, package (PYTHONPATH) and settings, every word shell-quoted."""
+    import os
+    import shlex
+
+    env = {name: os.environ[name] for name in RERUN_ENV if name in os.environ}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    words = ["env", *(f"{k}={v}" for k, v in env.items()), sys.executable, "-m", "ttrl_bench.cli", *argv]
+    return f"cd {shlex.quote(os.getcwd())} && {shlex.join(words)}"
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    print(rerun_command(argv), file=sys.stderr, flush=True)  # the first line of every job's log
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    log.info("ttrl-bench %s", " ".join(sys.argv[1:] if argv is None else argv))
     try:
         args.func(args)
     except (FileNotFoundError, KeyError, ValueError, OSError, NotImplementedError, RuntimeError) as err:
         log.error("%s", err)
+        if getattr(err, "transient", False):  # e.g. a store locked by another process
+            log.error("then retry: %s", rerun_command(argv))
         return 1
     return 0
 

@@ -191,8 +191,19 @@ class ProgressLog(TrainerCallback):
 
 def adaptation_dataset(manifest: pd.DataFrame, image_root: Path) -> Dataset:
     """Conversational prompts + an `image` column (TRL inserts the image before the user text);
-    the manifest's other columns ride along for the reward's parser and training log."""
+    the manifest's other columns ride along for the reward's parser and training log. Images are
+    decoded when TRL reads a batch (`with_transform`), so only a step's images are in memory."""
     from PIL import Image
+
+    def decode(batch: dict) -> dict:
+        images = []
+        for sample_id, path in zip(batch["id"], batch["image"]):
+            try:
+                with Image.open(path) as im:
+                    images.append(im.convert("RGB"))
+            except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as err:
+                raise ValueError(f"adaptation sample {sample_id}: image {path} does not decode: {err}") from err
+        return {"id": batch["id"], "image": images}
 
     system = manifest["system"] if "system" in manifest else [None] * len(manifest)
     columns = {
@@ -200,12 +211,12 @@ def adaptation_dataset(manifest: pd.DataFrame, image_root: Path) -> Dataset:
             ([{"role": "system", "content": s}] if isinstance(s, str) else []) + [{"role": "user", "content": p}]
             for s, p in zip(system, manifest["prompt"])
         ],
-        "image": [Image.open(image_root / path).convert("RGB") for path in manifest["image"]],
+        "image": [str(Path(image_root) / path) for path in manifest["image"]],
         "question": list(manifest["prompt"]),  # the prompt text again, for DARE's forward pass
     }
     for name in manifest.columns.drop(["prompt", "image", "split", "system"], errors="ignore"):
         columns[name] = [v.tolist() if hasattr(v, "tolist") else v for v in manifest[name]]
-    return Dataset.from_dict(columns)
+    return Dataset.from_dict(columns).with_transform(decode, columns=["id", "image"], output_all_columns=True)
 
 
 class PlaceholderInRolloutError(RuntimeError):

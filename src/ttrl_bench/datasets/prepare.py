@@ -15,6 +15,7 @@ from tqdm import tqdm
 from .preprocessing import (
     GROUNDING_SYSTEM,
     capture_prompt,
+    decode_verdict,
     grounding_prompt,
     image_size,
     mcq_options,
@@ -58,22 +59,28 @@ def prepare_dataset(name: str, out_dir: Path, seed: int, resolution_rule: str = 
     out_dir.mkdir(parents=True, exist_ok=True)
     rows, verdicts = [], Counter()
     for sample in tqdm(read_source(spec, out_dir / "images", source), desc=f"prepare {name}", unit="sample"):
+        path = sample["image_path"]
         verdict = sample.get("skip")
-        if verdict is None and spec.resize:  # resized instead of filtered (RealWorldQA)
-            verdict = resolution_verdict(sample["image_path"], resolution_rule, max_side=10**9)
-            if verdict == "kept":
-                resize_square(sample["image_path"], spec.resize)
-        elif verdict is None:
-            verdict = resolution_verdict(sample["image_path"], resolution_rule)
-        verdicts[verdict] += 1
-        if verdict != "kept":
-            log.warning("%s: dropped %s (%s)", name, sample["id"], verdict)
-            continue
-        row = {"id": sample["id"], "split": sample["split"],
-               "image": str(Path(sample["image_path"]).relative_to(out_dir))}
+        if verdict is None:  # RealWorldQA is resized instead of filtered (no size limit)
+            verdict = resolution_verdict(path, resolution_rule, **({"max_side": 10**9} if spec.resize else {}))
+        if verdict == "kept":  # only images within the limit are decoded, so no bomb ever is
+            verdict = decode_verdict(path)
+        if verdict == "kept" and spec.resize:
+            resize_square(path, spec.resize)
+        row = {"id": sample["id"], "split": sample["split"], "image": str(Path(path).relative_to(out_dir))}
         if "source_id" in sample:
             row["source_id"] = sample["source_id"]
-        rows.append({**row, **_task_fields(spec, sample, seed)})
+        if verdict == "kept":
+            try:
+                row.update(_task_fields(spec, sample, seed))
+            except (ValueError, KeyError, TypeError, OSError) as err:
+                log.warning("%s: %s (%s): %s", name, sample["id"], path, err)
+                verdict = "bad_row"
+        verdicts[verdict] += 1
+        if verdict != "kept":
+            log.warning("%s: dropped %s, %s (%s)", name, sample["id"], path, verdict)
+            continue
+        rows.append(row)
     if not rows:
         raise ValueError(f"dataset {name!r}: no sample kept out of {sum(verdicts.values())} ({dict(verdicts)})")
     manifest = pd.DataFrame(rows)

@@ -42,6 +42,8 @@ def resolution_verdict(path: Path, rule: str = "either_side", max_side: int = MA
     """
     try:
         width, height = image_size(path)
+    except Image.DecompressionBombError:  # PIL refuses over 2 x MAX_IMAGE_PIXELS before reading a pixel
+        return "too_large"
     except (UnidentifiedImageError, OSError, ValueError):
         return "unreadable"
     if rule == "either_side":
@@ -51,6 +53,17 @@ def resolution_verdict(path: Path, rule: str = "either_side", max_side: int = MA
     else:
         raise ValueError(f"resolution rule must be 'either_side' or 'area', got {rule!r}")
     return "too_large" if too_large else "kept"
+
+
+def decode_verdict(path: Path) -> str:
+    """'kept' if every pixel of the file decodes, else 'unreadable': a truncated JPEG keeps a valid
+    header, passes the resolution filter and would otherwise fail evaluation instead."""
+    try:
+        with Image.open(path) as im:
+            im.load()
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, Image.DecompressionBombError):
+        return "unreadable"
+    return "kept"
 
 
 def sample_rng(seed: int, dataset: str, sample_id: str) -> random.Random:

@@ -49,6 +49,10 @@ def read_digits(raw_dir: Path) -> Iterator[dict]:
 # 4 x 4 grid of 28 px cells; 2 or 3 distinct digits, one of them the query.
 SCENE_SIDE, SCENE_CELL, SCENES_PER_SPLIT = 112, 28, {"train": 600, "test": 120}
 
+# Test split sizes known before preparation (the dry run checks sample counts against them):
+# scikit-learn's digits are 1,797 images.
+BUNDLED_TEST_SIZES = {"demo-digits": 1797 - DIGITS_TRAIN_SIZE, "demo-digit-scenes": SCENES_PER_SPLIT["test"]}
+
 
 def read_digit_scenes(raw_dir: Path) -> Iterator[dict]:
     """Grounding scenes made of real handwritten digits with known boxes (the demo's stand-in
@@ -107,7 +111,7 @@ class DatasetSourceError(RuntimeError):
     """A dataset that cannot be read: unreachable Hub, missing local copy, missing column."""
 
 
-def _hub_reachable(timeout: float = 3.0) -> bool:
+def hub_reachable(timeout: float = 3.0) -> bool:
     """A plain TCP connect to the Hub (or HF_ENDPOINT's mirror): `load_dataset` itself retries for
     ~25 s before failing offline."""
     import os
@@ -120,6 +124,13 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return True
     except OSError:
         return False
+
+
+def hub_usable() -> bool:
+    """HF_HUB_OFFLINE=1 (models and datasets come from the Hugging Face cache), or a reachable Hub."""
+    import os
+
+    return os.environ.get("HF_HUB_OFFLINE") == "1" or hub_reachable()
 
 
 # File formats `datasets` loads from data files, in the order a directory is probed for them.
@@ -173,14 +184,12 @@ def _load_local(spec: DatasetSpec, path: Path, fmt: str | None, files: str | Non
 
 
 def _load_hub(spec: DatasetSpec):
-    import os
-
     import datasets
 
     if spec.source.startswith("local:"):
         raise DatasetSourceError(f"dataset {spec.name!r} has no Hub copy ({spec.source}); set config "
                                  f"`data.sources.{spec.name}.path` to a local copy")
-    if os.environ.get("HF_HUB_OFFLINE") != "1" and not _hub_reachable():
+    if not hub_usable():
         raise DatasetSourceError(
             f"dataset {spec.name!r}: the Hugging Face Hub is unreachable, so {spec.source} (split {spec.split!r}) "
             f"cannot be downloaded; set config `data.sources.{spec.name}.path` to a local copy, or HF_HUB_OFFLINE=1 "
@@ -443,7 +452,7 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
                 try:
                     with Image.open(path) as im:
                         size = im.size
-                except OSError:  # counted by the resolution filter as unreadable
+                except (OSError, Image.DecompressionBombError):  # counted by the resolution filter
                     yield {**base_sample, "image_path": path, "query": ""}
                     continue
                 for j, fields_j in enumerate(GEOMETRY_READERS[spec.reader](row, fields, classes, size)):

@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pandas as pd
 from PIL import Image
+from tqdm import tqdm
 
 from ..generation.hf import generate_greedy
 
 log = logging.getLogger(__name__)
 
 
-def predictions_frame(raw: list[str], samples: pd.DataFrame, task) -> pd.DataFrame:
-    """One row per sample: raw output, parse failure, and the task's parsed / gold / score columns."""
+def predictions_frame(raw: list[str], samples: pd.DataFrame, task, errors: list[str | None] | None = None) -> pd.DataFrame:
+    """One row per sample: raw output, parse failure, the task's parsed / gold / score columns, and
+    `error` (why a sample got no output, e.g. an image that does not decode; None otherwise)."""
     parsed = [task.parse(text, row) for text, row in zip(raw, samples.to_dict("records"))]
     return pd.DataFrame(
         {
@@ -24,24 +26,61 @@ def predictions_frame(raw: list[str], samples: pd.DataFrame, task) -> pd.DataFra
             "raw_output": raw,
             "parse_failure": [p is None for p in parsed],
             **task.prediction_columns(parsed, samples),
+            "error": errors or [None] * len(raw),
         }
     )
+
+
+# Samples decoded at a time for vLLM, whose engine schedules its own batches: large enough to keep
+# it busy, small enough to bound host memory (about 0.75 GB of decoded 500x500 RGB images).
+VLLM_CHUNK = 1024
+
+
+def decode_image(image_root: Path, sample: dict):
+    """(RGB image, None), or (None, the reason naming the sample id and file) when it does not decode."""
+    path = Path(image_root) / sample["image"]
+    try:
+        with Image.open(path) as im:
+            return im.convert("RGB"), None
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as err:
+        return None, f"sample {sample['id']}: image {path} does not decode: {err}"
 
 
 def evaluate_model(model, processor, samples: pd.DataFrame, image_root: Path, task, max_new_tokens: int,
                    batch_size: int, vllm_settings: dict | None = None) -> pd.DataFrame:
     """Greedy predictions for `samples`; `model` is a loaded transformers model, or the path of
-    one as a string to run through vLLM (config `evaluation.backend`, engine `evaluation.vllm`)."""
-    images = [Image.open(image_root / path).convert("RGB") for path in samples["image"]]
-    systems = list(samples["system"]) if "system" in samples else None
-    prompts = list(samples["prompt"])
-    if isinstance(model, str):
-        from ..generation.vllm_offline import generate_greedy_vllm
+    one as a string to run through vLLM (config `evaluation.backend`, engine `evaluation.vllm`).
 
-        raw = generate_greedy_vllm(model, processor, prompts, images, max_new_tokens, systems, vllm_settings)
-    else:
-        raw = generate_greedy(model, processor, prompts, images, max_new_tokens, batch_size, systems)
-    return predictions_frame(raw, samples, task)
+    Images are decoded one batch at a time, so host memory is bounded whatever the test set's
+    size (TTRV scores all 50,000 ImageNet validation images). A sample whose image does not
+    decode gets an error row (empty output, scored as wrong) and the job goes on."""
+    chunk = VLLM_CHUNK if isinstance(model, str) else batch_size
+    if isinstance(model, str):  # one engine for every chunk
+        from ..generation.vllm_offline import VllmGreedy
+
+        model = VllmGreedy(model, vllm_settings, max_new_tokens)
+    raw: list[str] = []
+    errors: list[str | None] = []
+    for start in tqdm(range(0, len(samples), chunk), desc="greedy eval", unit="batch"):
+        batch = samples.iloc[start : start + chunk].to_dict("records")
+        decoded = [decode_image(image_root, sample) for sample in batch]
+        ok = [i for i, (_, error) in enumerate(decoded) if error is None]
+        for _, error in decoded:
+            if error:
+                log.warning("%s", error)
+        prompts = [batch[i]["prompt"] for i in ok]
+        images = [decoded[i][0] for i in ok]
+        systems = [batch[i].get("system") for i in ok] if "system" in samples else None
+        outputs = iter(_generate(model, processor, prompts, images, max_new_tokens, batch_size, systems) if ok else [])
+        raw.extend(next(outputs) if error is None else "" for _, error in decoded)
+        errors.extend(error for _, error in decoded)
+    return predictions_frame(raw, samples, task, errors)
+
+
+def _generate(model, processor, prompts, images, max_new_tokens, batch_size, systems) -> list[str]:
+    if not hasattr(model, "generate"):  # the vLLM engine
+        return model(processor, prompts, images, systems)
+    return generate_greedy(model, processor, prompts, images, max_new_tokens, batch_size, systems, progress=False)
 
 
 def write_evaluation(predictions: pd.DataFrame, task, out_dir: Path, extra: dict, seconds: float) -> dict:
@@ -55,6 +94,7 @@ def write_evaluation(predictions: pd.DataFrame, task, out_dir: Path, extra: dict
         "metrics": {**metrics, "unparsable_rate": 100 * float(predictions["parse_failure"].mean())},
         "n": len(predictions),
         "n_unparsable": int(predictions["parse_failure"].sum()),
+        "n_errors": int(predictions["error"].notna().sum()) if "error" in predictions else 0,
         "eval_seconds": seconds,
         **extra,
     }

@@ -10,18 +10,25 @@ from .hf import chat_prompt
 from .vllm_settings import llm_kwargs
 
 
-def generate_greedy_vllm(model_path: str, processor, prompts: list[str], images: list, max_new_tokens: int,
-                         systems: list[str | None] | None = None, settings: dict | None = None,
-                         seed: int = 0) -> list[str]:
-    """`settings`: config `evaluation.vllm` (defaults in vllm_settings.EVALUATION_DEFAULTS)."""
-    from vllm import LLM, SamplingParams
+class VllmGreedy:
+    """One vLLM engine for a whole evaluation, fed in chunks (evaluation streams its images).
+    `settings`: config `evaluation.vllm` (defaults in vllm_settings.EVALUATION_DEFAULTS)."""
 
-    systems = systems or [None] * len(prompts)
-    llm = LLM(**llm_kwargs(model_path, settings, max_new_tokens, seed))
-    requests = [{"prompt": chat_prompt(processor, p, s), "multi_modal_data": {"image": image}}
-                for p, s, image in zip(prompts, systems, images)]
-    # Token ids decoded by the processor, as the HF path does: vLLM's incremental detokenizer
-    # renders an incomplete UTF-8 byte sequence differently (measured on vLLM's CPU build: 16 of
-    # 16 id sequences equal to HF's, 25 of 48 texts).
-    outputs = llm.generate(requests, SamplingParams(temperature=0.0, max_tokens=max_new_tokens, detokenize=False))
-    return processor.batch_decode([list(output.outputs[0].token_ids) for output in outputs], skip_special_tokens=True)
+    def __init__(self, model_path: str, settings: dict | None, max_new_tokens: int, seed: int = 0):
+        from vllm import LLM
+
+        self.llm = LLM(**llm_kwargs(model_path, settings, max_new_tokens, seed))
+        self.max_new_tokens = max_new_tokens
+
+    def __call__(self, processor, prompts: list[str], images: list, systems: list[str | None] | None = None) -> list[str]:
+        from vllm import SamplingParams
+
+        systems = systems or [None] * len(prompts)
+        requests = [{"prompt": chat_prompt(processor, p, s), "multi_modal_data": {"image": image}}
+                    for p, s, image in zip(prompts, systems, images)]
+        # Token ids decoded by the processor, as the HF path does: vLLM's incremental detokenizer
+        # renders an incomplete UTF-8 byte sequence differently (measured on vLLM's CPU build: 16 of
+        # 16 id sequences equal to HF's, 25 of 48 texts).
+        outputs = self.llm.generate(requests, SamplingParams(temperature=0.0, max_tokens=self.max_new_tokens,
+                                                             detokenize=False))
+        return processor.batch_decode([list(o.outputs[0].token_ids) for o in outputs], skip_special_tokens=True)

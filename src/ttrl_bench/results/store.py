@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from importlib.resources import files
 from pathlib import Path
 
@@ -106,13 +107,45 @@ def ingest(db_path: Path, eval_dirs: list[Path], adapt_dirs: list[Path], data_di
     return counts
 
 
+class StoreLockedError(RuntimeError):
+    """Another process holds the store read-write; the same command works once it lets go."""
+
+    transient = True
+
+
+def _lock_holder(message: str) -> str | None:
+    """"python3.11 (PID 123: python -m ttrl_bench.cli ingest ...)" from DuckDB's lock error."""
+    held = re.search(r"Conflicting lock is held in (.+?) \(PID (\d+)\)", message)
+    if not held:
+        return None
+    program, pid = held.groups()
+    try:  # what the process runs, where /proc says (Linux)
+        program = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip() or program
+    except OSError:
+        pass
+    return f"PID {pid}: {program}"
+
+
+def connect_read_only(db_path: Path):
+    """Readers never take the write lock; a store another process holds read-write (an ingest,
+    a DuckDB shell) is an error naming that process."""
+    try:
+        return duckdb.connect(str(db_path), read_only=True)
+    except duckdb.IOException as err:
+        holder = _lock_holder(str(err))
+        if holder is None:
+            raise
+        raise StoreLockedError(f"{db_path} is held read-write by another process ({holder}); "
+                               "close it or let it finish") from err
+
+
 def query(db_path: Path, sql: str) -> pd.DataFrame:
-    with duckdb.connect(str(db_path), read_only=True) as con:
+    with connect_read_only(db_path) as con:
         return con.execute(sql).df()
 
 
 def read_table(db_path: Path, name: str) -> pd.DataFrame:
     """A whole table, or an empty frame where ingest had no rows for it (it creates none then)."""
-    with duckdb.connect(str(db_path), read_only=True) as con:
+    with connect_read_only(db_path) as con:
         names = {row[0] for row in con.execute("SHOW TABLES").fetchall()}
         return con.execute(f"SELECT * FROM {name}").df() if name in names else pd.DataFrame()
