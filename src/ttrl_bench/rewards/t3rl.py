@@ -131,8 +131,13 @@ class T3RLReward:
         self.verify = VERIFIERS[verifier]() if verifier == "null" else VERIFIERS[verifier](timeout_s)
         self.decisions: list[Decision] = []
 
-    def __call__(self, answers: Sequence, texts: Sequence[str], options: Sequence[str] | None = None) -> list[float]:
-        self.decisions = [self.verify(t, answer_value(a, options)) for t, a in zip(texts, answers)]
+    def __call__(self, answers: Sequence, texts: Sequence[str] | None = None,
+                 options: Sequence[str] | None = None) -> list[float]:
+        """Without the rollouts' texts (the reward audit samples answers only) nothing is verified."""
+        if texts is None:
+            self.decisions = [Decision(False, "no text to verify")] * len(answers)
+        else:
+            self.decisions = [self.verify(t, answer_value(a, options)) for t, a in zip(texts, answers)]
         verified = [d.verified for d in self.decisions]
         rewards = t3rl(answers, verified, self.omega)
         unweighted = t3rl(answers, [False] * len(answers), self.omega)  # TTRL's plain majority vote
