@@ -50,6 +50,8 @@ from transformers import (
     Qwen2Tokenizer,
 )
 
+from .loading import resolve_model_source
+
 # The tokens the original `chat()` puts around an image (modeling_internvl_chat.py), named the way
 # InternVLProcessor looks them up on the tokenizer. `<video>` is not in InternVL2.5's vocabulary, but
 # the processor needs the attribute; as in transformers' conversion, it is registered past the
@@ -335,13 +337,12 @@ def build_processor(tokenizer, config: InternVLConfig, original: dict) -> Intern
 def fetch_checkpoint(source: str) -> Path:
     """A local directory as is; a Hub id ("org/name") through the HF cache, or the network where
     there is one."""
+    try:
+        source = resolve_model_source(source, "models.<name>.convert_from")
+    except FileNotFoundError as err:
+        raise CheckpointError(str(err)) from None
     if Path(source).is_dir():
         return Path(source)
-    if source.count("/") != 1 or source.startswith((".", "/", "~")):
-        raise CheckpointError(
-            f"{source!r}: no such local directory, and not a Hub id (org/name); check the config key "
-            "models.<name>.convert_from"
-        )
     from huggingface_hub import snapshot_download
 
     return Path(snapshot_download(source, allow_patterns=CHECKPOINT_FILES))
