@@ -399,8 +399,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Subcommands that compute with torch: their numbers must not depend on the machine.
+TORCH_COMMANDS = {"build-demo-model", "adapt", "evaluate", "adapt-per-sample"}
+
+
+def pin_numerics() -> None:
+    """The same numbers from 1 or 2 cores, and on other x86-64 machines (issue 16). torch runs on
+    TTRL_BENCH_THREADS threads (default 1), whatever OMP_NUM_THREADS says: a reduction split over
+    another number of threads rounds differently, and a tiny model's warm start amplifies that.
+    MKL, oneDNN and ATen take the AVX2 code paths every x86-64 CPU since 2013 has, not the widest
+    one the CPU offers; without a GPU only deterministic algorithms run. Called before torch loads."""
+    import os
+    import platform
+
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        for name, value in (("MKL_CBWR", "AVX2"), ("ONEDNN_MAX_CPU_ISA", "AVX2"), ("ATEN_CPU_CAPABILITY", "avx2")):
+            os.environ.setdefault(name, value)
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("TTRL_BENCH_THREADS", "1")))
+    if not torch.cuda.is_available():
+        torch.use_deterministic_algorithms(True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in TORCH_COMMANDS:
+        pin_numerics()
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -119,6 +119,11 @@ class GroupReward:
             parsed = [self.task.parse(t, row) for t in votes]
             extra = {"uncertainties": self._uncertainties(row, ids)} if self.needs_uncertainty else {}
             group_rewards = [r + f for r, f in zip(self.reward(parsed, **extra)[:n], self.task.format_rewards(votes[:n]))]
+            # TRL centres rewards on their float32 group mean, and 16 equal float32 values do not
+            # always sum to exactly 16x (x + x + x rounds): a group of equal rewards (TTRV "w/o
+            # frequency") got advantages of ~1e-4 instead of 0, which Adam turns into full steps.
+            # On a 2^-16 grid every partial sum is exact, so equal rewards give advantages of 0.
+            group_rewards = [round(r * 2**16) / 2**16 for r in group_rewards]
             rewards.extend(group_rewards)
             lengths.extend(map(len, ids))
             stats.append(self._group_stats(parsed, group_rewards, self.task.gold(row)))
