@@ -1,5 +1,6 @@
 """The whole pipeline through Snakemake, on a copy of the repository in a temp dir."""
 
+import json
 import os
 import re
 import shlex
@@ -85,15 +86,26 @@ def test_demo_produces_store_tables_and_figures(demo_run):
         ["zero-shot", "demo-digit-scenes", "box_giou", 8],
         # 597 demo test images minus the 20 adaptation samples, the same set for every row
         ["dare", "demo-digits", "accuracy", 577],
+        ["random-reward", "demo-digits", "accuracy", 577],
         ["ttrl-majority", "demo-digits", "accuracy", 577],
         ["ttrv", "demo-digits", "accuracy", 577],
+        ["ttrv-no-frequency", "demo-digits", "accuracy", 577],
         ["zero-shot", "demo-digits", "accuracy", 577],
     ]
     assert query(db, "SELECT min(value) >= 0 AND max(value) <= 100 AS ok FROM runs")["ok"][0]
-    assert query(db, "SELECT count(*) AS n FROM predictions")["n"][0] == 4 * 577 + 2 * 8
+    assert query(db, "SELECT count(*) AS n FROM predictions")["n"][0] == 6 * 577 + 2 * 8
     assert query(db, "SELECT count(DISTINCT metric) AS n FROM metrics")["n"][0] == 5
-    # 3 MCQ methods x 4 epochs x 20 prompts (one per step) + VR-TTRL 8 samples x 2 rounds
-    assert query(db, "SELECT count(*) AS n FROM train_log")["n"][0] == 3 * 80 + 8 * 2
+    # 5 MCQ methods x 4 epochs x 20 prompts (one per step) + VR-TTRL 8 samples x 2 rounds
+    assert query(db, "SELECT count(*) AS n FROM train_log")["n"][0] == 5 * 80 + 8 * 2
+    # issue 16, the papers' finding in miniature: TTRL and TTRV at least 5 points above the base,
+    # the random reward (TTRV Table 5) below both, "w/o frequency" (Table 4) exactly the base: its
+    # rewards are equal within every group, so GRPO's advantages are 0 and no weight changes
+    acc = dict(query(db, "SELECT method, value FROM runs WHERE target_dataset = 'demo-digits'").values.tolist())
+    assert acc["ttrl-majority"] >= acc["zero-shot"] + 5 and acc["ttrv"] >= acc["zero-shot"] + 5
+    assert acc["random-reward"] < min(acc["ttrl-majority"], acc["ttrv"])
+    assert acc["ttrv-no-frequency"] == acc["zero-shot"]
+    run = json.loads((demo_run / "results/adapt/demo/ttrv-no-frequency/demo-digits/n20_random/seed0/run.json").read_text())
+    assert run["weights_changed"] == 0.0
     prep = query(db, "SELECT dataset, original, kept FROM prep_stats ORDER BY dataset")
     assert prep.values.tolist() == [["demo-digit-scenes", 720, 720], ["demo-digits", 1797, 1797]]
     table = (demo_run / "results/tables/ttrv_table1_layout.md").read_text()
@@ -133,6 +145,18 @@ def test_rerun_has_nothing_to_do_and_report_builds(demo_run):
     report = (demo_run / "results/report.html").read_text(errors="replace")
     for item in ("training_curves.png", "cross_dataset.png", "step_costs.png", "fidelity.md", "data_preparation.md"):
         assert item in report, item
+
+
+@pytest.mark.workflow
+def test_same_table_whatever_the_thread_settings(demo_run, tmp_path):
+    """Issue 16: the demo again with every torch job under another OMP_NUM_THREADS (the demo run
+    gives build_demo_model 2 threads, adaptation and evaluation 1; here the other way round) gives
+    the same table byte for byte: jobs pin their own thread count (cli.pin_numerics)."""
+    work = _copy_workflow(tmp_path)
+    _snakemake(work, "--cores", "2", "--workflow-profile", "profiles/default", "--set-threads",
+               "build_demo_model=1", "adapt=2", "adapt_per_sample=2", "evaluate=2")
+    name = "results/tables/ttrv_table1_layout.md"
+    assert (work / name).read_bytes() == (demo_run / name).read_bytes()
 
 
 @pytest.mark.workflow

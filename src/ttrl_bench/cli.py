@@ -438,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Environment that changes what a step does or where it runs, carried into its rerun command
-RERUN_ENV = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "HF_HUB_OFFLINE", "HF_ENDPOINT", "HF_HOME")
+RERUN_ENV = ("OMP_NUM_THREADS", "TTRL_BENCH_THREADS", "CUDA_VISIBLE_DEVICES", "HF_HUB_OFFLINE", "HF_ENDPOINT", "HF_HOME")
 
 
 def rerun_command(argv: list[str]) -> str:
@@ -453,10 +453,38 @@ def rerun_command(argv: list[str]) -> str:
     return f"cd {shlex.quote(os.getcwd())} && {shlex.join(words)}"
 
 
+# Subcommands that compute with torch: their numbers must not depend on the machine.
+TORCH_COMMANDS = {"build-demo-model", "convert-model", "adapt", "evaluate", "adapt-per-sample", "audit-reward"}
+
+
+def pin_numerics() -> None:
+    """The same numbers from 1 or 2 cores, and on other x86-64 machines (issue 16). torch runs on
+    TTRL_BENCH_THREADS threads (default 1), whatever OMP_NUM_THREADS says: a reduction split over
+    another number of threads rounds differently, and a tiny model's warm start amplifies that.
+    MKL, oneDNN and ATen take the AVX2 code paths every x86-64 CPU since 2013 has, not the widest
+    one the CPU offers; without a GPU only deterministic algorithms run. Called before torch loads."""
+    import os
+    import platform
+
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        for name, value in (("MKL_CBWR", "AVX2"), ("ONEDNN_MAX_CPU_ISA", "AVX2"), ("ATEN_CPU_CAPABILITY", "avx2")):
+            os.environ.setdefault(name, value)
+    import torch
+
+    if torch.cuda.is_available():  # GPU jobs: the host threads only feed the GPU
+        if "TTRL_BENCH_THREADS" in os.environ:
+            torch.set_num_threads(int(os.environ["TTRL_BENCH_THREADS"]))
+        return
+    torch.set_num_threads(int(os.environ.get("TTRL_BENCH_THREADS", "1")))
+    torch.use_deterministic_algorithms(True)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     print(rerun_command(argv), file=sys.stderr, flush=True)  # the first line of every job's log
+    if args.command in TORCH_COMMANDS:
+        pin_numerics()
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -139,6 +139,11 @@ class GroupReward:
                 extra = {"texts": votes, "options": row.get("options")}
             format_rewards = self.task.format_rewards(votes[:n], **self.reward.format_params)
             group_rewards = [r + f for r, f in zip(self.reward(parsed, **extra)[:n], format_rewards)]
+            # TRL centres rewards on their float32 group mean, and 16 equal float32 values do not
+            # always sum to exactly 16x (x + x + x rounds): a group of equal rewards (TTRV "w/o
+            # frequency") got advantages of ~1e-4 instead of 0, which Adam turns into full steps.
+            # On a 2^-16 grid every partial sum is exact, so equal rewards give advantages of 0.
+            group_rewards = [round(r * 2**16) / 2**16 for r in group_rewards]
             if self.needs_texts:  # T3RL: every verifier decision, per rollout
                 step = trainer_state.global_step if trainer_state is not None else len(self.records)
                 self.verifications += [{"step": step, "sample": row["id"], "rollout": i, "answer": str(a),
