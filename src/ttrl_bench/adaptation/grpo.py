@@ -20,6 +20,7 @@ from accelerate.utils import gather_object
 from datasets import Dataset
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
+from trl.models.utils import disable_gradient_checkpointing
 
 from ..evaluation.tasks import TASKS
 from ..generation.backend import choose_backend
@@ -39,6 +40,7 @@ from ..models.families import (
 from ..rewards.registry import get_reward
 from ..rewards.voting import answer_entropy, majority_answer
 from ..runs.processes import process_state
+from .echo import LogitStatistics, adaptive_clip, check_update, hybrid_advantages
 from .uncertainty import completion_entropies, normalise_uncertainty
 from .weights import WeightSnapshot
 
@@ -78,8 +80,9 @@ class GroupReward:
     each completion with the dataset's task, adds the task's format rewards (VR-TTRL), and records
     per-step statistics for the training log. Where the trainer voted on more rollouts than it trains
     on, each row carries its group's `vote_texts` / `vote_ids` (the trained ones first): the reward
-    sees every vote and returns the trained completions' rewards. The hidden labels are read only for
-    the log (TTRV Figure 1 curves), never for the reward.
+    sees every vote and returns the trained completions' rewards. The hidden labels are read for the
+    log (TTRV Figure 1 curves), and for the reward only by the supervised baseline (`needs_gold`:
+    GRPO with ground-truth labels, ECHO Table 12).
     """
 
     def __init__(self, name: str, params: dict, num_generations: int, task=None, micro_batch: int = 8):
@@ -88,6 +91,7 @@ class GroupReward:
         self.reward = get_reward(name, **params)
         self.needs_uncertainty = getattr(self.reward, "needs_uncertainty", False)
         self.needs_texts = getattr(self.reward, "needs_texts", False)  # T3RL verifies the rollouts' text
+        self.needs_gold = getattr(self.reward, "needs_gold", False)  # the supervised baseline (ECHO Table 12)
         self.verifications: list[dict] = []
         self.task = task or TASKS["recognition"]
         self.policy = None  # (model, processor), set by `adapt` for rewards that need uncertainty
@@ -137,6 +141,8 @@ class GroupReward:
             extra = {"uncertainties": self._uncertainties(row, ids)} if self.needs_uncertainty else {}
             if self.needs_texts:
                 extra = {"texts": votes, "options": row.get("options")}
+            if self.needs_gold:
+                extra = {"gold": self.task.gold(row), "score": self.task.score}
             format_rewards = self.task.format_rewards(votes[:n], **self.reward.format_params)
             group_rewards = [r + f for r, f in zip(self.reward(parsed, **extra)[:n], format_rewards)]
             # TRL centres rewards on their float32 group mean, and 16 equal float32 values do not
@@ -236,10 +242,67 @@ class TestTimeGRPOTrainer(GRPOTrainer):
     same `_generate` call (either backend), and reach the reward as `vote_texts` / `vote_ids`.
     Rollouts never contain placeholder tokens: forbidden at sampling, and refused if one slips by."""
 
-    def __init__(self, *args, n_votes: int, forbidden_token_ids: list[int], **kwargs):
+    def __init__(self, *args, n_votes: int, forbidden_token_ids: list[int], update: dict | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.n_votes = n_votes
         self.forbidden_token_ids = set(forbidden_token_ids)
+        # None: TRL's GRPO update; {"rule": "echo", ...}: ECHO's token advantages and clip ranges (echo.py)
+        self.update = None
+        if update is not None:
+            params = dict(update)
+            if params.pop("rule", None) != "echo":
+                raise ValueError(f"unknown update rule in {update!r}; known: echo")
+            self.update = check_update(params)
+
+    def _generate_and_score_completions(self, inputs):
+        """TRL's rollouts, rewards and (B,) advantages; under ECHO, (B, T) hybrid advantages and a clip
+        range per completion, from one no-grad forward of the policy that sampled them (the authors'
+        old-log-prob pass) over this generation batch, z-scored over all processes' tokens."""
+        output = super()._generate_and_score_completions(inputs)
+        if self.update is None:
+            return output
+        p = self.update
+        entropy, confidence = self._entropy_and_confidence(output, p["confidence_topk"])
+        mask = output["completion_mask"] * output.get("tool_mask", 1)
+
+        def reduce(t):
+            return self.accelerator.reduce(t, reduction="sum")
+
+        output["advantages"] = hybrid_advantages(output["advantages"], entropy, confidence, mask, p["alpha"], p["beta"],
+                                                 p["s_max"], p["mult_coeff"], reduce)
+        if p["use_adaptive_clip"]:
+            output["clip_epsilon"] = adaptive_clip(confidence, mask, p["tail_window"], p["eps_min"], p["eps_max"],
+                                                   p["kappa"])
+            self._metrics["train"]["echo/clip_epsilon"].append(self.accelerator.gather(output["clip_epsilon"]).mean().item())
+        return output
+
+    def _entropy_and_confidence(self, batch: dict, top_k: int):
+        """(B, T) token entropies and top-k confidences of `batch`'s completions through TRL's per-token
+        helper (it slices each family's image inputs per chunk), the model's logits in place of TRL's
+        fused head (which computes no top-k)."""
+        completion_ids = batch["completion_ids"]
+        stats = LogitStatistics(self.model, completion_ids.size(1), self.temperature, top_k)
+        keys = ("pixel_values", "image_grid_thw", "num_images", "pixel_attention_mask", "spatial_shapes", "num_tiles",
+                "image_sizes", "token_type_ids", "mm_token_type_ids", "image_position_ids")
+        with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
+            _, entropy, _ = self._get_per_token_logps_and_entropies(
+                stats, torch.cat([batch["prompt_ids"], completion_ids], dim=1),
+                torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1), completion_ids.size(1),
+                batch_size=self.args.per_device_train_batch_size, compute_entropy=True,
+                **{k: batch.get(k) for k in keys})
+        return entropy, torch.cat(stats.confidence, dim=0)
+
+    def _compute_loss(self, model, inputs):
+        """TRL's GRPO loss; ECHO's per-completion clip ranges enter it as TRL's epsilons for this call
+        ((B, 1) tensors broadcast in its clamp), its (B, T) advantages through `inputs` as TRL allows."""
+        if "clip_epsilon" not in inputs:
+            return super()._compute_loss(model, inputs)
+        fixed = self.epsilon_low, self.epsilon_high
+        self.epsilon_low = self.epsilon_high = inputs["clip_epsilon"].unsqueeze(1)
+        try:
+            return super()._compute_loss(model, inputs)
+        finally:
+            self.epsilon_low, self.epsilon_high = fixed
 
     def _generate(self, prompts: list):
         trained = self.num_generations
@@ -428,6 +491,7 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
     backend = rollout_backend(hp.get("rollout_backend", "auto"))
     progress = ProgressLog()
     trainer = TestTimeGRPOTrainer(
+        update=method.get("update"),
         model=model,
         reward_funcs=[reward],
         args=grpo_config(out_dir, hp, seed, forbidden_token_kwargs(backend, forbidden, len(processor.tokenizer)),

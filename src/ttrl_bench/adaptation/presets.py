@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 
+from .echo import ECHO_DEFAULTS, check_update
+
 # Two sources for TTRV's settings disagree; both are presets.
 #
 # The authors' published run logs (Akshit21112002/TTRV, verl/logs/<dataset>/<n>/*.log, e.g. InternVL3-2B
@@ -74,6 +76,37 @@ VR_TTRL_HYPERPARAMETERS = {
     "gradient_checkpointing": True,
 }
 
+# ECHO Appendix A.3 Table 5 ("following the TTRL setup"): 64 rollouts vote, 32 are trained on, train batch 5
+# prompts, PPO mini-batch 1 prompt (so 5 optimizer steps per generation batch, the later ones off-policy:
+# where the clip range acts), micro-batch 1, lr 5e-7, KL loss 1e-3 (verl low_var_kl = TRL's k3). Table 5 gives
+# only the validation temperature (0.6, evaluation's); the rest from the authors' script
+# (user683/ECHO verl/examples/ttrl_echo/Qwen2.5/geometry3k.sh, whose batch 8 and 32/32 votes Table 5
+# overrides): rollout temperature 0.8, 3072 new tokens (1024 * K, K = 3), 5 epochs, cosine schedule with 3%
+# warm-up; verl's defaults (ppo_trainer.yaml): weight decay 1e-2, grad clip 1.0, clip ratio 0.2, std-scaled
+# group advantages, vision tower trained (no freeze in the authors' code). The same settings run MM-UPT and
+# supervised GRPO, so the three differ in the update rule or the reward alone.
+# Departures: TRL shuffles a generation batch's completions across its optimizer steps (verl: one prompt per
+# mini-batch, in order), and has no dual clip (verl clip_ratio_c 3.0 caps negative-advantage ratios).
+ECHO_HYPERPARAMETERS = {
+    "learning_rate": 5e-7,
+    "lr_scheduler": "cosine",
+    "warmup_ratio": 0.03,
+    "num_generations": 32,
+    "n_votes": 64,
+    "temperature": 0.8,
+    "max_completion_length": 3072,
+    "epochs": 5,
+    "prompts_per_step": 1,
+    "generation_batch_size": 5 * 32,  # Table 5's train batch of 5 prompts, generated and scored at once
+    "kl_beta": 1e-3,
+    "weight_decay": 1e-2,
+    "max_grad_norm": 1.0,
+    "scale_rewards": "group",
+    "freeze_vision": False,
+    "micro_batch_size": 1,
+    "gradient_checkpointing": True,
+}
+
 # VisionReasoner's reward conventions as the Seg-Zero code has them (rewards/grounding.py says
 # where each comes from; the departures are options of the same names).
 VISIONREASONER_CONVENTIONS = {"pixel_iou": True, "point_in_box": True, "point_distance": "euclidean",
@@ -133,6 +166,37 @@ PRESETS: dict[str, dict | None] = {
         "reward_params": {"omega": 5.0, "verifier": "arithmetic"},
         "hyperparameters": TTRV_HYPERPARAMETERS,
         "source": "T3RL (t3rl-abstract.txt, Figure 2)",
+    },
+    # ECHO (papers/echo.txt Sections 3.2-3.4): TTRL's majority-vote reward on math answers, with ECHO's update
+    # rule (adaptation/echo.py; the authors' hybrid_adv defaults). The authors' vote (verl/trainer/ppo/
+    # ttrl_utils.py `_majority_vote`) drops answers without \boxed{} before counting and their reward
+    # (ttrl_math compute_score) gives them 0: unparsable "no_reward". The tree rollout is off in the authors'
+    # example scripts (deepconf.enable=False), so it is not built.
+    "echo": {
+        "reward": "majority_vote",
+        "reward_params": {"unparsable": "no_reward"},
+        "update": {"rule": "echo", **ECHO_DEFAULTS},
+        "hyperparameters": ECHO_HYPERPARAMETERS,
+        "task": "math",
+        "source": "ECHO Sections 3.2-3.4, Appendix A.3 Table 5; user683/ECHO hybrid_adv defaults",
+    },
+    # MM-UPT (Wei et al. 2025; ECHO's baseline, Table 2): majority-vote GRPO on the unlabeled training set,
+    # TRL's standard GRPO update, ECHO's Table 5 settings.
+    "mm-upt": {
+        "reward": "majority_vote",
+        "reward_params": {"unparsable": "no_reward"},
+        "hyperparameters": ECHO_HYPERPARAMETERS,
+        "task": "math",
+        "source": "MM-UPT (Wei et al. 2025) as ECHO's Table 2 baseline; settings ECHO Table 5",
+    },
+    # GRPO with ground-truth labels (ECHO Table 12 "GRPO"): binary reward against the gold answer, standard
+    # update; no vote, so all 32 rollouts are generated and trained on.
+    "supervised-grpo": {
+        "reward": "gold",
+        "reward_params": {},
+        "hyperparameters": {**ECHO_HYPERPARAMETERS, "n_votes": 32},
+        "task": "math",
+        "source": "ECHO Appendix B.2 Table 12 (supervised GRPO); settings ECHO Table 5",
     },
     # DARE (papers/dare-summary.txt): uncertainty-aware distribution reward + exploration bonus +
     # pruning. alpha, tau are not in the summary: 0.5 / 0.05 are our defaults (SPEC.md). The
@@ -213,7 +277,8 @@ METHOD_NAMES = tuple(PRESETS)
 
 def method_task(name: str) -> str | None:
     """The task kind a method adapts on: "mcq" (answers are option letters), "grounding"
-    (answers are object lists), or None for zero-shot, which fits every dataset."""
+    (answers are object lists), "math" (normalised math answers: ECHO and its baselines), or None
+    for zero-shot, which fits every dataset."""
     preset = PRESETS[name]
     return None if preset is None else preset.get("task", "mcq")
 
@@ -242,4 +307,10 @@ def resolve_method(name: str, hyperparameters: dict | None = None, overrides: di
             raise KeyError(f"method {name!r}: unknown hyper-parameter(s) {sorted(unknown)}")
         preset["hyperparameters"].update(layer)
     preset["reward_params"].update((overrides or {}).get("reward_params", {}))
+    update = (overrides or {}).get("update", {})
+    if update:
+        if "update" not in preset:
+            raise KeyError(f"method {name!r} has TRL's standard update: no update parameters to override")
+        rule = preset["update"].pop("rule")
+        preset["update"] = {"rule": rule, **check_update({**preset["update"], **update})}
     return preset

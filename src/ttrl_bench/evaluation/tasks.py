@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -199,12 +200,80 @@ class FreeformCountTask:
                 "exact_accuracy": 100 * predictions["correct"].mean()}
 
 
+def last_boxed(text: str) -> str | None:
+    """The content of the last \\boxed{...}, nested braces included ("\\boxed{\\frac{1}{2}}" -> "\\frac{1}{2}")."""
+    start = text.rfind("\\boxed{")
+    if start < 0:
+        return None
+    begin = end = start + len("\\boxed{")
+    depth = 1
+    while end < len(text) and depth:
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        end += 1
+    return text[begin : end - 1] if depth == 0 else None
+
+
+_MATH_ANSWER_IS = re.compile(r"(?:answer is|Answer:)\s*(.+)")
+_MATH_NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
+_PLAIN_NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?")
+
+
+def normalise_math_answer(text) -> str | None:
+    """Whitespace collapsed, $ and a trailing period dropped, a plain number in canonical form
+    ("3.50" -> "3.5", "1,000" -> "1000", ".5" -> "0.5", "-0" -> "0"); None when nothing is left."""
+    if text is None:
+        return None
+    answer = " ".join(str(text).replace("$", "").split()).rstrip(".").strip()
+    if any(c.isdigit() for c in answer) and _PLAIN_NUMBER.fullmatch(answer):
+        answer = format(Decimal(answer.replace(",", "")), "f")
+        if "." in answer:
+            answer = answer.rstrip("0").rstrip(".")
+        answer = "0" if answer == "-0" else answer
+    return answer or None
+
+
+class MathTask:
+    """Free-form math answers (ECHO's benchmarks): the last \\boxed{...} content, else what follows
+    "answer is" / "Answer:", else the last number; normalised (`normalise_math_answer`) and compared
+    as strings with the normalised gold answer. A minimal kind for ECHO's presets; pass@k and richer
+    equivalence belong to ECHO's evaluation."""
+
+    family = "math"
+    primary = "accuracy"
+
+    def parse(self, text: str, row: dict):
+        text = text or ""
+        answer = last_boxed(text)
+        if answer is None and (stated := _MATH_ANSWER_IS.findall(text)):
+            answer = stated[-1].splitlines()[0]
+        if answer is None and (numbers := _MATH_NUMBER.findall(text)):
+            answer = numbers[-1]
+        return normalise_math_answer(answer)
+
+    def gold(self, row: dict):
+        return normalise_math_answer(row["answer"])
+
+    def score(self, parsed, gold) -> float:
+        return float(parsed is not None and parsed == gold)
+
+    def format_rewards(self, texts: list[str], **format_params) -> list[float]:
+        return [0.0] * len(texts)
+
+    def prediction_columns(self, parsed: list, samples: pd.DataFrame) -> dict:
+        gold = [normalise_math_answer(g) for g in samples["answer"]]
+        return {"parsed": parsed, "gold": gold, "correct": [p is not None and p == g for p, g in zip(parsed, gold)]}
+
+    def metrics(self, predictions: pd.DataFrame) -> dict[str, float]:
+        return {"accuracy": 100 * float(predictions["correct"].mean())}
+
+
 TASKS = {
     "recognition": MCQTask(),
     "vqa": MCQTask(),
     "counting-freeform": FreeformCountTask(),
     "grounding": GroundingTask(),
     "counting": GroundingTask(primary="count_accuracy"),
+    "math": MathTask(),
 }
 
 

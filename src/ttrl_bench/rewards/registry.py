@@ -25,8 +25,9 @@ class Reward:
 
     def __init__(self, fn: GroupRewardFn, counts: Callable[[Sequence], dict] | None = None,
                  alternatives: dict[str, GroupRewardFn] | None = None, needs_uncertainty: bool = False,
-                 format_params: dict | None = None):
+                 format_params: dict | None = None, needs_gold: bool = False):
         self.fn = fn
+        self.needs_gold = needs_gold  # called with gold= and score= (the task's): a supervised reward
         self.counts = counts
         self.alternatives = alternatives or {}  # param name -> the same reward with its other value
         self.needs_uncertainty = needs_uncertainty
@@ -88,6 +89,13 @@ def _consensus(thresholds: str = "base", anti: bool = False, pixel_iou: bool = T
                   format_params={"non_repeat": non_repeat})
 
 
+def gold_match(answers: Sequence, gold, score: Callable) -> list[float]:
+    """Binary reward against the ground-truth answer (RLVR's GRPO, the supervised row of ECHO Table 12):
+    1 where the task scores the parsed answer fully correct, 0 otherwise (unparsable included; the
+    authors' ttrl_math compute_score gives an answer without \\boxed{} 0)."""
+    return [1.0 if a is not None and score(a, gold) >= 1.0 else 0.0 for a in answers]
+
+
 _FACTORIES: dict[str, Callable[..., Reward]] = {
     "majority_vote": lambda unparsable="answer": _voting(voting.majority_vote, unparsable),
     "ttrv": lambda alpha=0.75, entropy="paper", unparsable="answer": _voting(
@@ -99,6 +107,7 @@ _FACTORIES: dict[str, Callable[..., Reward]] = {
     "dare": _dare,
     "vr_ttrl_consensus": _consensus,
     "t3rl": T3RLReward,
+    "gold": lambda: Reward(gold_match, _unparsable_counts, needs_gold=True),
 }
 
 REWARD_NAMES = tuple(_FACTORIES)
