@@ -271,3 +271,15 @@ def test_one_step_of_echo_and_its_baselines_changes_the_weights(method, family, 
         assert ((clip_ranges[0] >= 0.05) & (clip_ranges[0] <= 0.2)).all()
     else:
         assert clip_ranges == []
+
+
+def test_ttrl_bench_lists_the_new_methods(capsys):
+    from ttrl_bench.cli import build_parser
+
+    args = build_parser().parse_args(["methods", "list"])
+    args.func(args)
+    rows = {line.split()[0]: line.split()[1:4] for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows["echo"] == ["math", "majority_vote", "echo"]
+    assert rows["mm-upt"] == ["math", "majority_vote", "grpo"]
+    assert rows["supervised-grpo"] == ["math", "gold", "grpo"]
+    assert set(rows) == set(METHOD_NAMES)

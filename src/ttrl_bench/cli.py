@@ -27,6 +27,17 @@ def cmd_datasets_list(args) -> None:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
 
 
+def cmd_methods_list(args) -> None:
+    from .adaptation.presets import PRESETS, method_task
+
+    rows = [("name", "task", "reward", "update", "source")]
+    rows += [(m, method_task(m), p["reward"], p.get("update", {}).get("rule", "grpo"), p["source"]) if p else
+             (m, "any", "-", "-", "no adaptation") for m, p in PRESETS.items()]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+
+
 def cmd_prepare_data(args) -> None:
     from .datasets.prepare import prepare_dataset
 
@@ -337,6 +348,10 @@ def build_parser() -> argparse.ArgumentParser:
     datasets = sub.add_parser("datasets", help="the dataset registry")
     datasets.add_argument("action", choices=["list"])
     datasets.set_defaults(func=cmd_datasets_list)
+
+    methods = sub.add_parser("methods", help="the method presets (adaptation/presets.py)")
+    methods.add_argument("action", choices=["list"])
+    methods.set_defaults(func=cmd_methods_list)
 
     p = sub.add_parser("prepare-data", help="step 1: filter, convert to MCQ, write manifest + prep_stats")
     p.add_argument("--dataset", required=True)

@@ -83,7 +83,8 @@ def hybrid_advantages(advantages: torch.Tensor, entropy: torch.Tensor, confidenc
     zero on padding (core_algos.py `apply_hybrid_advantage_shaping`, its additive variant off:
     add_coeff 0.0 in the authors' config)."""
     mask = mask.to(entropy.dtype)
-    score = alpha * masked_whiten(entropy, mask, reduce) + beta * masked_whiten(1.0 - confidence.clamp(0, 1), mask, reduce)
+    inverse_confidence = 1.0 - confidence.clamp(0.0, 1.0)
+    score = alpha * masked_whiten(entropy, mask, reduce) + beta * masked_whiten(inverse_confidence, mask, reduce)
     if s_max is not None:
         score = score.clamp(-s_max, s_max)
     return advantages.unsqueeze(1) * (1.0 + mult_coeff * score) * mask

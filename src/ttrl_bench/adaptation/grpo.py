@@ -273,7 +273,8 @@ class TestTimeGRPOTrainer(GRPOTrainer):
         if p["use_adaptive_clip"]:
             output["clip_epsilon"] = adaptive_clip(confidence, mask, p["tail_window"], p["eps_min"], p["eps_max"],
                                                    p["kappa"])
-            self._metrics["train"]["echo/clip_epsilon"].append(self.accelerator.gather(output["clip_epsilon"]).mean().item())
+            clip = self.accelerator.gather(output["clip_epsilon"])
+            self._metrics["train"]["echo/clip_epsilon"].append(clip.mean().item())
         return output
 
     def _entropy_and_confidence(self, batch: dict, top_k: int):
