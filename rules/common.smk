@@ -18,6 +18,7 @@ from ttrl_bench.adaptation.presets import METHOD_NAMES, is_per_sample, method_ta
 from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.datasets.sources import BUNDLED_TEST_SIZES, hub_usable
 from ttrl_bench.evaluation.tasks import task_for
+from ttrl_bench.models.source import resolve_model_source
 from ttrl_bench.results.paper_tables import PAPER_TABLES
 from ttrl_bench.runs.launch import default_gpus, launcher, needs_offload
 
@@ -348,11 +349,6 @@ def check_sample_counts():
             )
 
 
-def is_hub_id(source):
-    """"org/name" (what resolve_model_source accepts); anything else names a local directory."""
-    return len(Path(source).parts) == 2 and not Path(source).is_absolute() and not source.startswith((".", "~"))
-
-
 def check_sources():
     """Local model directories and dataset copies exist; Hub model ids are reachable (a TCP probe
     of 3 s at most, as preparation does for datasets: loading waits minutes before failing)
@@ -362,9 +358,11 @@ def check_sources():
         source = MODELS[name].get("convert_from", MODELS[name]["source"])
         if "build" in MODELS[name] or Path(source).exists():
             continue
-        if not is_hub_id(source):
-            key = "convert_from" if "convert_from" in MODELS[name] else "source"
-            raise ValueError(f"config key `models.{name}.{key}`: local model directory {source} does not exist")
+        key = "convert_from" if "convert_from" in MODELS[name] else "source"
+        try:
+            resolve_model_source(source, f"models.{name}.{key}")
+        except FileNotFoundError as err:
+            raise ValueError(str(err)) from None
         hub.append(name)
     for dataset in DATASETS:
         for field in ("path", "class_names"):
