@@ -14,7 +14,7 @@ from snakemake.utils import min_version, validate
 SRC = str(Path(workflow.basedir) / "src")
 sys.path.insert(0, SRC)
 
-from ttrl_bench.adaptation.presets import METHOD_NAMES, is_per_sample, method_task, resolve_method
+from ttrl_bench.adaptation.presets import METHOD_NAMES, adapt_split, is_per_sample, method_task, resolve_method
 from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.datasets.sources import BUNDLED_TEST_SIZES, hub_usable
 from ttrl_bench.evaluation.tasks import task_for
@@ -316,13 +316,14 @@ def adapted_weights(path):
 # --- fail fast: what the jobs would discover after hours, the dry run reports, naming the key ----
 
 
-def test_samples_of(dataset):
-    """Test samples of a dataset: its prep_stats.json once prepared, the bundled sets' known size
-    before; None where only preparation can tell (the resolution filter drops some)."""
+def test_samples_of(dataset, split="test"):
+    """Samples of a dataset's split (test, or train for a method adapting offline): its
+    prep_stats.json once prepared, the bundled sets' known test size before; None where only
+    preparation can tell (the resolution filter drops some)."""
     stats = Path(f"results/data/{dataset}/prep_stats.json")
     if stats.exists():
-        return json.loads(stats.read_text())["splits"].get("test", 0)
-    return BUNDLED_TEST_SIZES.get(dataset)
+        return json.loads(stats.read_text())["splits"].get(split, 0)
+    return BUNDLED_TEST_SIZES.get(dataset) if split == "test" else None
 
 
 def check_sample_counts():
@@ -332,9 +333,10 @@ def check_sample_counts():
         key = f"{key}.n_samples" if key == "adaptation" or "n_samples" in block else "adaptation.n_samples"
         trains = block.get("datasets", []) + [pair[0] for pair in block.get("cross", [])]
         for dataset in trains:
-            size = test_samples_of(dataset)
-            if n != "all" and size is not None and n > size and any(fits(m, dataset) for m in GRPO_METHODS if m in block["methods"]):
-                raise ValueError(f"config key `{key}`: {n} adaptation samples, but {dataset}'s test split has {size}")
+            for split in sorted({adapt_split(m) for m in GRPO_METHODS if m in block["methods"] and fits(m, dataset)}):
+                size = test_samples_of(dataset, split)
+                if n != "all" and size is not None and n > size:
+                    raise ValueError(f"config key `{key}`: {n} adaptation samples, but {dataset}'s {split} split has {size}")
     exclude = config["evaluation"]["exclude_adaptation_samples"]
     for model, method, train, target, proto, seed in RUNS:
         wanted, size = config["evaluation"][TASK[target]]["samples"], test_samples_of(target)

@@ -6,7 +6,7 @@ import pytest
 
 from ttrl_bench.adaptation.grpo import GroupReward, SplitGroupError, adapt, batch_layout, fit_to_samples
 from ttrl_bench.adaptation.per_sample import adapt_each_sample
-from ttrl_bench.adaptation.presets import METHOD_NAMES, is_per_sample, method_task, resolve_method
+from ttrl_bench.adaptation.presets import METHOD_NAMES, PRESETS, is_per_sample, method_task, resolve_method
 from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.datasets.sampling import select_adaptation_samples
 from ttrl_bench.models.loading import load_model
@@ -139,7 +139,8 @@ ONE_ROUND = {"num_generations": 4, "max_completion_length": 24, "epochs": 1, "le
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("method", [m for m in METHOD_NAMES if is_per_sample(m)])
+# GRPO per sample; Appendix C's baselines (an `objective`) are tests/test_baselines.py's
+@pytest.mark.parametrize("method", [m for m in METHOD_NAMES if is_per_sample(m) and "objective" not in PRESETS[m]])
 def test_per_sample_methods_predict_each_sample_and_restore_the_base_weights(method, family, scene_data,
                                                                              tiny_model_dirs, tmp_path):
     model, processor = load_model(str(tiny_model_dirs[family]), dtype="fp32")

@@ -319,7 +319,7 @@ def test_capture_metadata_array_and_image_folder(tmp_path):
 
 # --- grounding and counting (VR-TTRL) ---------------------------------------------------------
 
-REFCOCO_ENTRIES = ["refcoco", "refcoco-testA", "refcoco+", "refcoco+-testA", "refcocog"]
+REFCOCO_ENTRIES = ["refcoco", "refcoco-testA", "refcoco+", "refcoco+-testA", "refcocog", "refcocog-train"]
 
 
 @pytest.mark.parametrize("name", REFCOCO_ENTRIES)
@@ -348,9 +348,11 @@ def test_refcoco_boxes_and_masks_in_original_pixels(tmp_path, name):
     ys, xs = np.nonzero(mask)
     assert (xs.min(), xs.max(), ys.min(), ys.max()) == (10, 39, 20, 47)  # clipped at the 48 px edge
     assert row["prompt"].startswith('Please find "man on the left" with bboxs and points.')
+    # a training split's rows are adapted on (VR-TTRL Table 11), never evaluated
+    assert set(manifest["split"]) == {"train" if name.endswith("-train") else "test"}
 
 
-@pytest.mark.parametrize("name", ["reasonseg", "reasonseg-test"])
+@pytest.mark.parametrize("name", ["reasonseg", "reasonseg-test", "reasonseg-train"])
 def test_reasonseg_mask_gives_the_box(tmp_path, name):
     mask = np.zeros((48, 64), dtype=bool)
     mask[5:15, 3:13] = True
@@ -368,6 +370,7 @@ def test_reasonseg_mask_gives_the_box(tmp_path, name):
     assert [list(b) for b in row["boxes"]] == [[3, 5, 13, 15]]
     rle = json.loads(row["mask"])
     assert mask_utils.area({"size": rle["size"], "counts": rle["counts"].encode()}) == 100
+    assert set(manifest["split"]) == {"train" if name == "reasonseg-train" else "test"}
 
 
 @pytest.mark.parametrize("name", ["pixmo-count", "pixmo-count-test"])
@@ -399,7 +402,7 @@ def test_countbench_query_is_the_counted_noun(tmp_path):
 
 COVERED = set(WDS_ENTRIES) | set(REFCOCO_ENTRIES) | {
     "food101", "imagenet", "mme", "seed-bench", "ai2d", "crpe", "mathvista", "mathverse", "realworldqa",
-    "logicvista", "mathvision", "capture", "reasonseg", "reasonseg-test", "pixmo-count", "pixmo-count-test",
+    "logicvista", "mathvision", "capture", "reasonseg", "reasonseg-test", "reasonseg-train", "pixmo-count", "pixmo-count-test",
     "countbench", "demo-digits", "demo-digit-scenes"}
 
 

@@ -58,12 +58,17 @@ def cmd_convert_model(args) -> None:
     log.info("converted model: %s", convert_internvl(args.source, Path(args.out)))
 
 
-def _adaptation_samples(data_dir: Path, n_adapt, seed: int, sampling: str):
+def _adaptation_samples(data_dir: Path, n_adapt, seed: int, sampling: str, split: str = "test"):
+    """The samples a method adapts on, drawn from the test split, or the training split for a method
+    that trains offline (VR-TTRL Table 11, presets.adapt_split)."""
     from .datasets.prepare import load_manifest
     from .datasets.sampling import select_adaptation_samples
 
     try:
-        return select_adaptation_samples(load_manifest(data_dir, "test"), n_adapt, seed, sampling)
+        pool = load_manifest(data_dir, split)
+        if pool.empty:
+            raise ValueError(f"the prepared dataset has no {split!r} samples")
+        return select_adaptation_samples(pool, n_adapt, seed, sampling)
     except ValueError as err:  # the dry run checks this too, once the dataset is prepared
         raise ValueError(f"{data_dir}: {err} (config adaptation.n_samples or experiments.<name>.n_samples)") from err
 
@@ -90,8 +95,10 @@ def cmd_adapt(args) -> None:
 
     method = json.loads(args.method_json)
     out = Path(args.out)
-    samples = _adaptation_samples(Path(args.data), args.n_adapt, args.seed, args.sampling)
-    log.info("adapting %s with %s on %d samples of %s", args.model_name, args.method, len(samples), args.dataset)
+    split = method.get("adapt_split", "test")
+    samples = _adaptation_samples(Path(args.data), args.n_adapt, args.seed, args.sampling, split)
+    log.info("adapting %s with %s on %d %s samples of %s", args.model_name, args.method, len(samples), split,
+             args.dataset)
     stored = checkpoint_dtype(args.model_source)
     model, processor = load_model(args.model_source, dtype="fp32")  # master weights, whatever is stored
     start = time.perf_counter()
@@ -316,7 +323,8 @@ def cmd_audit_reward(args) -> None:
                if method_task(m) == "mcq"}
     grounding = {}
     for m, p in PRESETS.items():  # one row per distinct reward: many presets differ in schedule only
-        spec = {"reward": p["reward"], "params": p["reward_params"]} if method_task(m) == "grounding" else None
+        # Appendix C's Tent, MEMO and greedy SFT have no reward
+        spec = {"reward": p["reward"], "params": p["reward_params"]} if method_task(m) == "grounding" and p.get("reward") else None
         if spec and spec not in grounding.values():
             grounding[m] = spec
     table = pd.concat([audit(groups, methods), audit(sample_object_groups(args.groups, 8, args.seed), grounding)])

@@ -125,6 +125,13 @@ _ENTRIES = [
     _grounding("refcocog", "lmms-lab/RefCOCOg", "RefCOCOg-test", "test", "refer", REFCOCO),
     _grounding("reasonseg", "Ricky06662/ReasonSeg_val", "ReasonSeg-val", "test", "mask", REASONSEG),
     _grounding("reasonseg-test", "Ricky06662/ReasonSeg_test", "ReasonSeg-test", "test", "mask", REASONSEG),
+    # VR-TTRL Table 11's training splits (the offline variant adapts on them; their manifest rows are
+    # split "train"). Neither has a Hub copy in these layouts (lmms-lab publishes RefCOCOg val / test
+    # only; ReasonSeg's 239 training images are LISA's release): config `data.sources.<name>.path`.
+    _grounding("refcocog-train", "local:refcocog-train", "RefCOCOg-train", "train", "refer", REFCOCO,
+               description="RefCOCOg (umd) train in lmms-lab's RefCOCOg columns; local copy needed"),
+    _grounding("reasonseg-train", "local:reasonseg-train", "ReasonSeg-train", "train", "mask", REASONSEG,
+               description="ReasonSeg train in Seg-Zero's ReasonSeg_val columns (image, text, mask); local copy needed"),
     _grounding("pixmo-count", "allenai/pixmo-count", "PixMo-Count-val", "validation", "count_points",
                {"image": "image", "query": "label", "count": "count", "points": "points"}, task="counting",
                description="images by URL: a local copy with an `image` column is needed offline"),

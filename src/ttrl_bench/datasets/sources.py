@@ -438,7 +438,9 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
     raw_dir.mkdir(parents=True, exist_ok=True)
     for index, row in enumerate(data):
         sample_id = f"{spec.name}-{index:06d}"
-        base_sample = {"id": sample_id, "split": "test", "source_id": str(row.get(fields.get("id", ""), index))}
+        # an entry of a training split (VR-TTRL Table 11) is adapted on, never evaluated
+        split = "train" if spec.split == "train" else "test"
+        base_sample = {"id": sample_id, "split": split, "source_id": str(row.get(fields.get("id", ""), index))}
         try:
             blob = _image_bytes(row[image_column], base)
         except (ValueError, OSError) as err:

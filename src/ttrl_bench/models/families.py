@@ -4,6 +4,8 @@ Adaptation and rewards never test a family's name. What they need from a model i
 - the vision tower to freeze: transformers' own `get_encoder(modality="image")` lookup;
 - the placeholder tokens a rollout must never contain (image / video context tokens: a sampled one
   makes the training forward count one image token too many, gpu-probe.md), read from the config;
+- the teacher-forced forward of a prompt, its image and a completion (`completion_logits`): the
+  processor builds every input its model needs, so losses and entropies never name a family;
 - for the offline tiny models: each family's special tokens, chat template, config and processor
   (`FAMILIES`, used by `tiny.py`). Real checkpoints bring their own processor and template.
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import torch
 from transformers import (
     GotOcr2ImageProcessor,
     InternVLConfig,
@@ -28,6 +31,8 @@ from transformers import (
     Qwen2VLImageProcessor,
     Qwen2VLVideoProcessor,
 )
+
+from ..generation.hf import chat_prompt
 
 # Config fields that name a token standing in for image or video features.
 PLACEHOLDER_FIELDS = ("image_token_id", "video_token_id", "image_token_index", "video_token_index")
@@ -63,6 +68,42 @@ def image_span_token_ids(processor) -> tuple[int, int] | None:
     template instead, so its processor adds none)."""
     span = (getattr(processor, "start_image_token_id", None), getattr(processor, "end_image_token_id", None))
     return span if all(isinstance(i, int) for i in span) else None
+
+
+def _per_token_field(value, input_ids: torch.Tensor) -> bool:
+    """An integer (batch, prompt length) tensor: a mask or token-type ids, one entry per token."""
+    return (isinstance(value, torch.Tensor) and not value.is_floating_point()
+            and tuple(value.shape) == tuple(input_ids.shape))
+
+
+def completion_logits(model, processor, prompt_text: str, images: list, completions: list[list[int]],
+                      system: str | None = None) -> torch.Tensor:
+    """Logits (rows, longest completion, vocab) predicting each token of `completions[i]` after the
+    chat prompt with `images[i]`: row i, position t scores token t of completion i (padding past
+    its end). The processor builds every input its model needs (Qwen2.5-VL's `image_grid_thw` and
+    `mm_token_type_ids`, InternVL's tile-indexed `pixel_values`, ...) for the rows' prompts; per-token
+    fields are extended over the completion as TRL's GRPOTrainer does. bf16 autocast on GPU (the
+    trainable weights stay fp32); gradients flow unless the caller disables them."""
+    text = chat_prompt(processor, prompt_text, system)
+    pad = processor.tokenizer.pad_token_id
+    m, longest = len(completions), max(1, max(map(len, completions)))
+    inputs = processor(text=[text] * m, images=list(images), return_tensors="pt")  # same-size images: one length
+    prompt_ids = inputs.pop("input_ids")
+    completion = torch.full((m, longest), pad, dtype=torch.long)
+    completion_mask = torch.zeros_like(completion)
+    for i, ids in enumerate(completions):
+        completion[i, : len(ids)] = torch.as_tensor(ids, dtype=torch.long)
+        completion_mask[i, : len(ids)] = 1
+    fields = {}
+    for key, value in inputs.items():
+        if _per_token_field(value, prompt_ids):  # attention mask, token type ids: cover the completion too
+            tail = completion_mask if key == "attention_mask" else torch.zeros_like(completion)
+            value = torch.cat([value, tail.to(value.dtype)], dim=1)
+        fields[key] = value.to(model.device)
+    input_ids = torch.cat([prompt_ids, completion], dim=1).to(model.device)
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=model.device.type == "cuda"):
+        # logits at positions P-1 .. P+L-2 predict the L completion tokens
+        return model(input_ids=input_ids, **fields, logits_to_keep=longest + 1).logits[:, :-1]
 
 
 def parameter_count(model) -> int:
