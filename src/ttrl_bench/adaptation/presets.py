@@ -200,6 +200,14 @@ PRESETS: dict[str, dict | None] = {
     },
 }
 
+# PLACEHOLDERS of branch echo-data, so that config/echo.yaml's method names pass the dry run's name
+# check; branch echo-train defines the real presets (ECHO's update rule, MM-UPT, supervised GRPO)
+# and replaces these three entries on merge. supervised-grpo names a reward no registry has, so a
+# run of this placeholder fails at its start instead of training on a wrong reward.
+for _name, _reward in (("echo", "majority_vote"), ("mm-upt", "majority_vote"), ("supervised-grpo", "ground_truth")):
+    PRESETS.setdefault(_name, {"reward": _reward, "reward_params": {}, "hyperparameters": TTRV_HYPERPARAMETERS,
+                               "source": "placeholder (branch echo-data); the real preset is branch echo-train's"})
+
 # VR-TTRL Table 7 (rollouts per round) and Table 8 (updates per image; 5 is the default).
 for _n in (16, 32):
     PRESETS[f"vr-ttrl-{_n}-rollouts"] = {**PRESETS["vr-ttrl"], "source": "VR-TTRL Table 7",
