@@ -143,3 +143,15 @@ def test_cli_sampling_options_are_checked_before_any_work():
         _eval_sampling(SimpleNamespace(temperature=0.0, n_samples=4, pass_k=(1,), seed=0))
     with pytest.raises(ValueError, match="exceeds --n-samples"):
         _eval_sampling(SimpleNamespace(temperature=0.6, top_p=1.0, n_samples=2, pass_k=(4,), seed=0))
+
+
+def test_hf_sampling_gives_n_completions_per_prompt_reproducibly(tiny_model_dir):
+    from ttrl_bench.generation.hf import generate_sampled
+    from ttrl_bench.models.loading import load_model
+
+    model, processor = load_model(str(tiny_model_dir))
+    images = [Image.new("RGB", (56, 56), "white")] * 2
+    sampling = {"n": 3, "temperature": 1.0, "top_p": 1.0, "seed": 7}
+    first = generate_sampled(model, processor, ["Which digit?", "Which number?"], images, 4, 2, sampling)
+    assert [len(texts) for texts in first] == [3, 3] and all(isinstance(t, str) for ts in first for t in ts)
+    assert generate_sampled(model, processor, ["Which digit?", "Which number?"], images, 4, 2, sampling) == first
