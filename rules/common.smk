@@ -14,7 +14,7 @@ from snakemake.utils import min_version, validate
 SRC = str(Path(workflow.basedir) / "src")
 sys.path.insert(0, SRC)
 
-from ttrl_bench.adaptation.presets import METHOD_NAMES, adapt_split, is_per_sample, method_task, resolve_method
+from ttrl_bench.adaptation.presets import METHOD_NAMES, is_per_sample, method_task, resolve_method
 from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.datasets.sources import BUNDLED_TEST_SIZES, hub_usable
 from ttrl_bench.evaluation.tasks import task_for
@@ -87,6 +87,9 @@ for name, block in EXPERIMENTS.items():
 DATASETS = sorted({d for b in BLOCKS for d in b.get("datasets", []) + [x for p in b.get("cross", []) for x in p]})
 ADAPTING = sorted({m for b in BLOCKS for m in b["methods"] if m != "zero-shot"})
 TASK = {d: task_for(d).family for d in DATASETS}
+# The config section of a dataset's evaluation options: its task family's, or `evaluation.math` for
+# the math task (ECHO), which votes like MCQ but is scored by sampled pass@k
+SECTION = {d: "math" if REGISTRY[d].task == "math" else TASK[d] for d in DATASETS}
 
 if any("build" in m for m in MODELS.values()) and set(DATASETS) - set(DEMO_DATASETS):
     raise ValueError(
@@ -239,13 +242,17 @@ def get_protocol_flags(wildcards):
 def get_eval_flags(wildcards):
     """Evaluation options of the target dataset's task (config `evaluation.<task>`)."""
     dataset = wildcards.target if hasattr(wildcards, "target") else wildcards.dataset
-    per_task = config["evaluation"][TASK[dataset]]
+    per_task = config["evaluation"][SECTION[dataset]]
     exclude = "--exclude-adaptation-samples" if config["evaluation"]["exclude_adaptation_samples"] else ""
     sam2 = f"--sam2 {per_task['sam2']}" if per_task.get("sam2") else ""
     empty = f"--empty-mask-iou {per_task['empty_mask_iou']}" if per_task.get("empty_mask_iou") else ""
     parser = f"--choice-parser {per_task['choice_parser']}" if per_task.get("choice_parser") else ""
+    sampled = ""
+    if SECTION[dataset] == "math":  # ECHO: pass@k of sampled completions at the validation temperature
+        sampled = (f"--temperature {per_task['temperature']} --top-p {per_task['top_p']} "
+                   f"--n-samples {per_task['n_samples']} --pass-k {','.join(map(str, per_task['pass_k']))}")
     return (f"--max-new-tokens {per_task['max_new_tokens']} --eval-samples {per_task['samples']} {exclude} {sam2} "
-            f"{empty} {parser}")
+            f"{empty} {parser} {sampled}")
 
 
 def get_params_b(wildcards):
@@ -316,14 +323,14 @@ def adapted_weights(path):
 # --- fail fast: what the jobs would discover after hours, the dry run reports, naming the key ----
 
 
-def test_samples_of(dataset, split="test"):
-    """Samples of a dataset's split (test, or train for a method adapting offline): its
-    prep_stats.json once prepared, the bundled sets' known test size before; None where only
+def test_samples_of(dataset):
+    """Test samples of a dataset (a training set's rows for ECHO's geometry3k / geoqa): its
+    prep_stats.json once prepared, the bundled sets' known size before; None where only
     preparation can tell (the resolution filter drops some)."""
     stats = Path(f"results/data/{dataset}/prep_stats.json")
     if stats.exists():
-        return json.loads(stats.read_text())["splits"].get(split, 0)
-    return BUNDLED_TEST_SIZES.get(dataset) if split == "test" else None
+        return json.loads(stats.read_text())["splits"].get(REGISTRY[dataset].manifest_split, 0)
+    return BUNDLED_TEST_SIZES.get(dataset)
 
 
 def check_sample_counts():
@@ -333,20 +340,20 @@ def check_sample_counts():
         key = f"{key}.n_samples" if key == "adaptation" or "n_samples" in block else "adaptation.n_samples"
         trains = block.get("datasets", []) + [pair[0] for pair in block.get("cross", [])]
         for dataset in trains:
-            for split in sorted({adapt_split(m) for m in GRPO_METHODS if m in block["methods"] and fits(m, dataset)}):
-                size = test_samples_of(dataset, split)
-                if n != "all" and size is not None and n > size:
-                    raise ValueError(f"config key `{key}`: {n} adaptation samples, but {dataset}'s {split} split has {size}")
+            size = test_samples_of(dataset)
+            if n != "all" and size is not None and n > size and any(fits(m, dataset) for m in GRPO_METHODS if m in block["methods"]):
+                raise ValueError(f"config key `{key}`: {n} adaptation samples, but {dataset}'s "
+                                 f"{REGISTRY[dataset].manifest_split} split has {size}")
     exclude = config["evaluation"]["exclude_adaptation_samples"]
     for model, method, train, target, proto, seed in RUNS:
-        wanted, size = config["evaluation"][TASK[target]]["samples"], test_samples_of(target)
+        wanted, size = config["evaluation"][SECTION[target]]["samples"], test_samples_of(target)
         if wanted == "all" or size is None:
             continue
         n_adapt = proto[1:].split("_")[0]
         held = int(n_adapt) if exclude and TASK[target] == "mcq" and n_adapt != "all" else 0
         if wanted > size - held:
             raise ValueError(
-                f"config key `evaluation.{TASK[target]}.samples`: {wanted} evaluation samples, but {target}'s test "
+                f"config key `evaluation.{SECTION[target]}.samples`: {wanted} evaluation samples, but {target}'s test "
                 f"split has {size}" + (f", {held} of them held out for adaptation" if held else "")
             )
 

@@ -13,7 +13,7 @@ from ttrl_bench.models.loading import load_model
 
 TWO_STEPS = {"num_generations": 4, "n_votes": 4, "max_completion_length": 3, "epochs": 1, "prompts_per_step": 1,
              "learning_rate": 1e-3, "micro_batch_size": 2, "kl_beta": 0.0, "weight_decay": 0.0, "warmup_ratio": 0.0}
-FAMILIES = ["qwen2_5_vl", "internvl"]
+FAMILIES = ["qwen2_5_vl", "internvl", "qwen3_vl"]
 
 
 def _completions(texts):
@@ -294,7 +294,7 @@ def test_vision_tower_is_found_per_family_and_frozen(family, tiny_model_dirs):
     model, _ = load_model(str(tiny_model_dirs[family]))
     freeze_vision_tower(model)
     frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
-    prefix = {"qwen2_5_vl": "model.visual.", "internvl": "model.vision_tower."}[family]
+    prefix = {"qwen2_5_vl": "model.visual.", "internvl": "model.vision_tower.", "qwen3_vl": "model.visual."}[family]
     assert frozen == {n for n, _ in model.named_parameters() if n.startswith(prefix)} and frozen
 
 

@@ -10,7 +10,7 @@ from ttrl_bench.adaptation import losses
 from ttrl_bench.adaptation.baselines import adapt_baseline, augmented_copies, objective_loss, pseudo_answer
 from ttrl_bench.adaptation.grpo import adapt
 from ttrl_bench.adaptation.per_sample import adapt_each_sample
-from ttrl_bench.adaptation.presets import PRESETS, adapt_split, is_per_sample, resolve_method
+from ttrl_bench.adaptation.presets import PRESETS, is_per_sample, resolve_method
 from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.models.loading import load_model
 
@@ -28,8 +28,7 @@ def _log(p):
 def test_the_four_baselines_and_the_offline_variant_are_presets():
     assert BASELINES == ["tent", "memo", "sft-greedy-pseudo-label", "sft-majority-pseudo-label"]
     assert all(is_per_sample(m) for m in BASELINES)
-    assert not is_per_sample("offline-train-split") and adapt_split("offline-train-split") == "train"
-    assert adapt_split("vr-ttrl") == "test" and adapt_split("zero-shot") == "test"
+    assert not is_per_sample("offline-train-split")
     # Appendix C.1: the same trainable subset as VR-TTRL (vision encoder frozen); K = 5 steps and
     # the optimizer settings are VR-TTRL's (Appendix A: lr 5e-7, weight decay 1e-2, clip 1.0)
     for method in BASELINES:
@@ -167,12 +166,14 @@ def test_tent_norm_option_updates_only_normalisation_layers(tiny_model_dirs, sce
 @pytest.mark.parametrize("family", FAMILIES)
 def test_offline_variant_trains_one_step_on_the_training_split(family, scene_data, tiny_model_dirs, tmp_path):
     from ttrl_bench.cli import _adaptation_samples
+    from ttrl_bench.datasets.registry import get_dataset
     from ttrl_bench.evaluation.tasks import GroundingTask
 
     model, processor = load_model(str(tiny_model_dirs[family]), dtype="fp32")
     spec = resolve_method("offline-train-split", {"num_generations": 4, "max_completion_length": 24, "epochs": 1,
                                                   "learning_rate": 1e-3, "micro_batch_size": 2})
-    samples = _adaptation_samples(scene_data, 1, 0, "random", spec["adapt_split"])
+    # a registry training set (reasonseg-train) names the split its samples are drawn from
+    samples = _adaptation_samples(scene_data, 1, 0, "random", get_dataset("reasonseg-train").manifest_split)
     train_ids = set(load_manifest(scene_data, "train")["id"])
     assert set(samples["id"]) <= train_ids and not set(samples["id"]) & set(load_manifest(scene_data, "test")["id"])
     log = adapt(model, processor, samples, scene_data, spec, tmp_path, seed=0, task=GroundingTask())

@@ -33,6 +33,9 @@ ALL_VR_TTRL_EXPERIMENTS = """experiments:
   table10_baselines: {enabled: true}
   table11_offline: {enabled: true}
 """
+ALL_ECHO_EXPERIMENTS = """experiments:
+  table12_supervised: {enabled: true}
+"""
 AGGREGATE = {"ingest_results": 1, "render_tables": 1, "plot_figures": 1, "audit_rewards": 1, "all": 1}
 
 CASES = {
@@ -59,6 +62,13 @@ CASES = {
                              "evaluate": 16 + 2}),
     # 5 datasets x 1 model x 3 rewards x 3 seeds = 45 adaptations; 45 + 15 zero-shot evaluations
     "dare": ("config/dare.yaml", None, {"prepare_data": 5, "adapt": 45, "evaluate": 60}),
+    # ECHO Table 2: 2 training sets + 4 targets prepared; 2 models x {MM-UPT, ECHO} x 2 training sets
+    #   = 8 adaptations, each evaluated on the 4 targets (32), + 2 models x 4 targets zero-shot (8)
+    "echo": ("config/echo.yaml", None, {"prepare_data": 6, "adapt": 8, "evaluate": 40}),
+    # + Table 12: Qwen2.5-VL-7B, supervised GRPO on Geometry3k (1 adapt, 4 eval); its ECHO and
+    #   zero-shot rows are Table 2's runs (0 new)
+    "echo+experiments": ("config/echo.yaml", ALL_ECHO_EXPERIMENTS,
+                         {"prepare_data": 6, "adapt": 8 + 1, "evaluate": 40 + 4}),
 }
 
 

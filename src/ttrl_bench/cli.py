@@ -59,8 +59,9 @@ def cmd_convert_model(args) -> None:
 
 
 def _adaptation_samples(data_dir: Path, n_adapt, seed: int, sampling: str, split: str = "test"):
-    """The samples a method adapts on, drawn from the test split, or the training split for a method
-    that trains offline (VR-TTRL Table 11, presets.adapt_split)."""
+    """The samples a method adapts on: of the test split (test-time RL), or of a training set's
+    rows (registry split "train": ECHO's Geometry3k and GeoQA, where MM-UPT and ECHO train; VR-TTRL
+    Table 11's reasonseg-train and refcocog-train, where its offline variant trains)."""
     from .datasets.prepare import load_manifest
     from .datasets.sampling import select_adaptation_samples
 
@@ -93,9 +94,11 @@ def cmd_adapt(args) -> None:
     from .models.loading import checkpoint_dtype, load_model
     from .runs.provenance import provenance
 
+    from .datasets.registry import get_dataset
+
     method = json.loads(args.method_json)
     out = Path(args.out)
-    split = method.get("adapt_split", "test")
+    split = get_dataset(args.dataset).manifest_split
     samples = _adaptation_samples(Path(args.data), args.n_adapt, args.seed, args.sampling, split)
     log.info("adapting %s with %s on %d %s samples of %s", args.model_name, args.method, len(samples), split,
              args.dataset)
@@ -137,7 +140,7 @@ def _evaluation_set(data_dir: Path, args):
     from .datasets.sampling import select_adaptation_samples
     from .evaluation.tasks import task_for
 
-    task = task_for(args.dataset, args.sam2, data_dir, args.empty_mask_iou, args.choice_parser)
+    task = task_for(args.dataset, args.sam2, data_dir, args.empty_mask_iou, args.choice_parser, args.pass_k)
     test = load_manifest(data_dir, "test")
     if task.family == "mcq" and args.exclude_adaptation_samples:
         held_out = set(_adaptation_samples(data_dir, args.n_adapt, args.seed, args.sampling)["id"])
@@ -156,7 +159,25 @@ def _eval_provenance(args, train_dataset: str, adapt_meta: dict) -> dict:
     extra = _run_identity(args, train_dataset, args.dataset)
     params = {**extra, "adapt_config_hash": adapt_meta.get("config_hash"), "max_new_tokens": args.max_new_tokens,
               "eval_samples": args.eval_samples, "exclude_adaptation_samples": args.exclude_adaptation_samples}
-    return {**extra, "adapt_seconds": adapt_meta.get("adapt_seconds"), **provenance(params)}
+    sampling = _eval_sampling(args)
+    if sampling:  # greedy runs keep their hash
+        params["sampling"] = sampling
+    return {**extra, "adapt_seconds": adapt_meta.get("adapt_seconds"), **({"sampling": sampling} if sampling else {}),
+            **provenance(params)}
+
+
+def _eval_sampling(args) -> dict | None:
+    """Sampled evaluation ({n, temperature, top_p, seed}) for a temperature above 0, else None
+    (greedy). ECHO's pass@k (config evaluation.math)."""
+    if args.temperature <= 0:
+        if args.n_samples != 1 or max(args.pass_k) > 1:
+            raise ValueError(f"--n-samples {args.n_samples} / --pass-k {args.pass_k} need a sampling temperature "
+                             "(config evaluation.math.temperature > 0): greedy decoding gives one completion")
+        return None
+    if max(args.pass_k) > args.n_samples:
+        raise ValueError(f"--pass-k {max(args.pass_k)} exceeds --n-samples {args.n_samples} (config "
+                         "evaluation.math.pass_k / n_samples): pass@k needs k <= n completions")
+    return {"n": args.n_samples, "temperature": args.temperature, "top_p": args.top_p, "seed": args.seed}
 
 
 def cmd_evaluate(args) -> None:
@@ -171,6 +192,7 @@ def cmd_evaluate(args) -> None:
             "`adaptation.keep_adapted_weights: true` and rerun snakemake (it adapts again and keeps them) to rerun "
             "this evaluation by hand")
     data_dir = Path(args.data)
+    sampling = _eval_sampling(args)  # before any work
     samples, task = _evaluation_set(data_dir, args)
     adapt_meta = json.loads(Path(args.adapt_run).read_text()) if args.adapt_run else {}
     extra = _eval_provenance(args, args.train_dataset, adapt_meta)
@@ -182,7 +204,7 @@ def cmd_evaluate(args) -> None:
     else:
         model, processor = load_model(args.model_source)
     timed_evaluation(model, processor, samples, data_dir, task, Path(args.out), extra, args.max_new_tokens,
-                     args.batch_size, json.loads(args.vllm_settings))
+                     args.batch_size, json.loads(args.vllm_settings), sampling)
 
 
 def cmd_adapt_per_sample(args) -> None:
@@ -360,7 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--steps", type=int, default=150, help="supervised warm-start steps per task")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--family", default="qwen2_5_vl", choices=["qwen2_5_vl", "internvl"])
+    p.add_argument("--family", default="qwen2_5_vl", choices=["qwen2_5_vl", "internvl", "qwen3_vl"])
     p.set_defaults(func=cmd_build_demo_model)
 
     p = sub.add_parser("convert-model", help="original-format InternVL checkpoint -> transformers-native directory")
@@ -393,6 +415,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="gIoU of a both-empty sample (config evaluation.grounding.empty_mask_iou)")
         p.add_argument("--choice-parser", choices=["robust", "ttrv"], default="robust",
                        help="how option letters are read (config evaluation.mcq.choice_parser)")
+        p.add_argument("--temperature", type=float, default=0.0,
+                       help="sampling temperature; 0 = greedy (config evaluation.math.temperature)")
+        p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (config evaluation.math.top_p)")
+        p.add_argument("--n-samples", type=int, default=1, help="completions per question (config evaluation.math.n_samples)")
+        p.add_argument("--pass-k", type=lambda v: tuple(int(k) for k in v.split(",")), default=(1,),
+                       help="comma-separated k of pass@k (config evaluation.math.pass_k)")
 
     p = sub.add_parser("evaluate", help="step 3: greedy evaluation on a dataset's test split")
     run_args(p, "--dataset")

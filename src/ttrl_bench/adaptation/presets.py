@@ -243,7 +243,8 @@ PRESETS.update({
                             "temperature": VR_TTRL_HYPERPARAMETERS["temperature"]},
         "source": "VR-TTRL Appendix C.1 (SFT, majority pseudo-label)"},
     # VR-TTRL Table 11 / Appendix D "Offline (train-only)": the same consensus + format GRPO, trained
-    # once on the dataset's training split (`adapt_split`), then evaluated like any adapted model.
+    # once on a training split (a registry training set: reasonseg-train, refcocog-train, adapted on
+    # through config `cross` pairs), then evaluated on the test split like any adapted model.
     # The size of the training set and the schedule are not stated: VR-TTRL's per-sample settings
     # run as one training (5 epochs of 1 prompt per step over n training samples; config
     # n_samples 200, so its budget is VR-TTRL's on 200 test samples).
@@ -252,7 +253,6 @@ PRESETS.update({
         "reward_params": {"thresholds": "base", "anti": False, **VISIONREASONER_CONVENTIONS},
         "hyperparameters": {k: v for k, v in VR_TTRL_HYPERPARAMETERS.items() if k != "updates"},
         "task": "grounding",
-        "adapt_split": "train",
         "source": "VR-TTRL Table 11, Appendix D"},
 })
 
@@ -276,12 +276,6 @@ def method_task(name: str) -> str | None:
 
 def is_per_sample(name: str) -> bool:
     return bool(PRESETS[name] and PRESETS[name].get("per_sample"))
-
-
-def adapt_split(name: str) -> str:
-    """The manifest split a method adapts on: the test split (test-time methods) or, for VR-TTRL
-    Table 11's offline variant, the training split."""
-    return (PRESETS[name] or {}).get("adapt_split", "test")
 
 
 # Keys every preset accepts though not every preset sets them.

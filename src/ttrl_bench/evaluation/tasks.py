@@ -13,7 +13,8 @@ import pandas as pd
 from ..datasets.registry import get_dataset
 from ..rewards import grounding
 from .extraction import answer_region, extract_choice, extract_short_answer, short_answers_match, ttrv_choice
-from .metrics import giou_ciou_from_counts, mme_score, smape_score
+from .math_answers import answer_text, letters_of, normalize_math_answer, numbers_close
+from .metrics import giou_ciou_from_counts, mme_score, pass_at_k, smape_score
 
 
 class MCQTask:
@@ -199,21 +200,82 @@ class FreeformCountTask:
                 "exact_accuracy": 100 * predictions["correct"].mean()}
 
 
+class MathTask:
+    """ECHO's math reasoning (papers/echo.txt Section 4, Tables 2 and 12): the answer is reasoned and
+    put in \\boxed{}; evaluation math_answers.py explains extraction and normal forms. A question
+    with options is answered by option letter(s) ("B", LogicVista's "A,C"), read from the boxed
+    answer or, as in `check_correctness`, from the text of one option; without options by the
+    normal form of the answer. Scored pass@k over the completions of each question (Chen et al.
+    2021, evaluation.metrics.pass_at_k): a greedy evaluation is pass@1 of one completion.
+
+    `family` "mcq": the answers are discrete values, so the majority-vote rewards apply (MM-UPT,
+    ECHO vote on them). `pass_k`: the k of the pass@k metrics (config evaluation.math.pass_k)."""
+
+    family = "mcq"
+    primary = "pass@1"
+
+    def __init__(self, pass_k: tuple[int, ...] = (1,)):
+        self.pass_k = tuple(sorted({1, *pass_k}))
+
+    def parse(self, text: str, row: dict):
+        options = list(row.get("options") if row.get("options") is not None else [])
+        answer = answer_text(text)
+        if not options:
+            return normalize_math_answer(answer)
+        letters = letters_of(answer, options)
+        # "The answer is (C)" without a box, as extraction.extract_choice reads letters
+        return letters if letters is not None else extract_choice(text, options)
+
+    def gold(self, row: dict):
+        options = row.get("options")
+        return str(row["answer"]) if options is not None and len(options) else normalize_math_answer(row["answer"])
+
+    def score(self, parsed, gold) -> float:
+        if parsed is None or gold is None:
+            return 0.0
+        return float(parsed == gold or numbers_close(parsed, gold))
+
+    def format_rewards(self, texts: list[str], **format_params) -> list[float]:
+        return [0.0] * len(texts)
+
+    def prediction_columns(self, parsed: list, samples: pd.DataFrame) -> dict:
+        """`parsed[i]`: one parsed answer (greedy) or the list of a question's k sampled ones."""
+        golds = [self.gold(row) for row in samples.to_dict("records")]
+        each = [p if isinstance(p, list) else [p] for p in parsed]
+        right = [[self.score(p, g) == 1.0 for p in ps] for ps, g in zip(each, golds)]
+        return {"parsed": [ps[0] for ps in each], "parsed_samples": each, "gold": golds,
+                "n_samples": [len(ps) for ps in each], "n_correct": [sum(r) for r in right],
+                "correct": [r[0] for r in right]}
+
+    def metrics(self, predictions: pd.DataFrame) -> dict[str, float]:
+        """pass@k (%) for every k of `pass_k` up to the fewest completions of a question."""
+        n, c = predictions["n_samples"].astype(int), predictions["n_correct"].astype(int)
+        if max(self.pass_k) > n.min():
+            raise ValueError(f"pass@{max(self.pass_k)} needs at least {max(self.pass_k)} completions per question, "
+                             f"got {n.min()} (config evaluation.math.pass_k must not exceed evaluation.math.n_samples)")
+        return {f"pass@{k}": 100 * float(np.mean([pass_at_k(ni, ci, k) for ni, ci in zip(n, c)]))
+                for k in self.pass_k}
+
+
 TASKS = {
     "recognition": MCQTask(),
     "vqa": MCQTask(),
     "counting-freeform": FreeformCountTask(),
     "grounding": GroundingTask(),
     "counting": GroundingTask(primary="count_accuracy"),
+    "math": MathTask(),
 }
 
 
 def task_for(dataset: str, sam2: str | None = None, image_root=None, empty_mask_iou: str = "zero",
-             choice_parser: str = "robust"):
+             choice_parser: str = "robust", pass_k: tuple[int, ...] = (1,)):
     """The task of a dataset; `sam2`: a SAM2 checkpoint for grounding masks, `empty_mask_iou`:
     how a sample with empty prediction and target counts in gIoU, `choice_parser`: how option
-    letters are read (evaluation only; config evaluation.grounding / evaluation.mcq)."""
+    letters are read, `pass_k`: the k of a math task's pass@k (evaluation only; config
+    evaluation.grounding / evaluation.mcq / evaluation.math)."""
     spec = get_dataset(dataset)
+    if spec.task == "math" and tuple(pass_k) != (1,):
+        return MathTask(tuple(pass_k))
     if dataset == "mme":
         return MMETask(choice_parser)
     if spec.task in ("recognition", "vqa") and choice_parser != "robust":

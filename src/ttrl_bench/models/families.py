@@ -9,8 +9,8 @@ Adaptation and rewards never test a family's name. What they need from a model i
 - for the offline tiny models: each family's special tokens, chat template, config and processor
   (`FAMILIES`, used by `tiny.py`). Real checkpoints bring their own processor and template.
 
-Families of the paper configs: Qwen2.5-VL (VR-TTRL, VisionReasoner, ECHO) and InternVL in
-transformers' native "-hf" format (TTRV: InternVL3-2B/8B, InternVL2.5-4B after conversion).
+Families of the paper configs: Qwen2.5-VL (VR-TTRL, VisionReasoner, ECHO), Qwen3-VL (ECHO Table 2)
+and InternVL in transformers' native "-hf" format (TTRV: InternVL3-2B/8B, InternVL2.5-4B after conversion).
 """
 
 from __future__ import annotations
@@ -30,7 +30,11 @@ from transformers import (
     Qwen2_5_VLProcessor,
     Qwen2VLImageProcessor,
     Qwen2VLVideoProcessor,
+    Qwen3VLConfig,
+    Qwen3VLForConditionalGeneration,
+    Qwen3VLProcessor,
 )
+from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor
 
 from ..generation.hf import chat_prompt
 
@@ -185,6 +189,40 @@ def _qwen_processor(tokenizer, template, tile_px, real_size=False):
                                tokenizer=tokenizer, chat_template=template)
 
 
+def _qwen3_config(ids, vocab_size, hidden, layers, tile_px, sizes=None):
+    """Qwen3-VL: a Qwen3 text model with interleaved mrope, a vision tower of 16 px patches whose
+    `deepstack_visual_indexes` layers also feed the language model."""
+    sizes = sizes or {}
+    text = sizes.get("text", {})
+    heads = text.get("num_attention_heads", 4)
+    head_dim = text.get("head_dim", text.get("hidden_size", hidden) // heads)
+    half = head_dim // 2
+    rope = {"rope_type": "default", "rope_theta": 10000.0, "mrope_interleaved": True,
+            "mrope_section": [half - 2 * (half // 3), half // 3, half // 3]}
+    return Qwen3VLConfig(
+        text_config={**_text_config(ids, vocab_size, hidden, layers, head_dim=head_dim, rope_parameters=rope), **text},
+        vision_config={
+            "depth": 2, "hidden_size": hidden, "intermediate_size": 2 * hidden, "num_heads": 4,
+            "out_hidden_size": hidden, "patch_size": 16, "spatial_merge_size": 2, "num_position_embeddings": 64,
+            "deepstack_visual_indexes": [0], **sizes.get("vision", {}),
+        },
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=sizes.get("tie_word_embeddings", True),
+    )
+
+
+def _qwen3_processor(tokenizer, template, tile_px, real_size=False):
+    # 16 px patches merged 2x2: the 56 px digits become 64 px (4 tokens), the 112 px scenes 128 px (16)
+    size = None if real_size else {"shortest_edge": 64 * 64, "longest_edge": 128 * 128}
+    kwargs = {"size": size} if size else {}
+    return Qwen3VLProcessor(image_processor=Qwen2VLImageProcessor(patch_size=16, merge_size=2, **kwargs),
+                            video_processor=Qwen3VLVideoProcessor(**kwargs), tokenizer=tokenizer,
+                            chat_template=template)
+
+
 def _internvl_config(ids, vocab_size, hidden, layers, tile_px, sizes=None):
     # InternViT on tiles of `tile_px` (448 in the real models), patch 14, pixel shuffle 0.5:
     # (tile_px / 14 / 2)^2 image tokens per tile (256 for 448 px).
@@ -221,6 +259,15 @@ FAMILIES: dict[str, Family] = {
         model_class=Qwen2_5_VLForConditionalGeneration,
         config=_qwen_config,
         processor=_qwen_processor,
+    ),
+    # Qwen3-VL: the same tokens and template part as Qwen2.5-VL, 16 px patches (ECHO Table 2's Qwen3-VL-8B).
+    "qwen3_vl": Family(
+        special_tokens=CHATML + ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"),
+        named_tokens={},
+        image_part="<|vision_start|><|image_pad|><|vision_end|>",
+        model_class=Qwen3VLForConditionalGeneration,
+        config=_qwen3_config,
+        processor=_qwen3_processor,
     ),
     # InternVL (-hf): the template emits "<IMG_CONTEXT>\n"; the processor expands it to
     # <img> + image_seq_length x tiles <IMG_CONTEXT> + </img>, reading the tokens' names from the tokenizer.
