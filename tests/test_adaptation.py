@@ -9,11 +9,11 @@ from ttrl_bench.adaptation.per_sample import adapt_each_sample
 from ttrl_bench.adaptation.presets import METHOD_NAMES, PRESETS, is_per_sample, method_task, resolve_method
 from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.datasets.sampling import select_adaptation_samples
+from ttrl_bench.models.families import FAMILIES  # every family the configs use: each runs every method
 from ttrl_bench.models.loading import load_model
 
 TWO_STEPS = {"num_generations": 4, "n_votes": 4, "max_completion_length": 3, "epochs": 1, "prompts_per_step": 1,
              "learning_rate": 1e-3, "micro_batch_size": 2, "kl_beta": 0.0, "weight_decay": 0.0, "warmup_ratio": 0.0}
-FAMILIES = ["qwen2_5_vl", "internvl", "qwen3_vl"]
 
 
 def _completions(texts):

@@ -12,9 +12,9 @@ from ttrl_bench.adaptation.grpo import adapt
 from ttrl_bench.adaptation.per_sample import adapt_each_sample
 from ttrl_bench.adaptation.presets import PRESETS, is_per_sample, resolve_method
 from ttrl_bench.datasets.prepare import load_manifest
+from ttrl_bench.models.families import FAMILIES  # every family the configs use: each runs every method
 from ttrl_bench.models.loading import load_model
 
-FAMILIES = ["qwen2_5_vl", "internvl"]
 BASELINES = [m for m, p in PRESETS.items() if p and "objective" in p]
 # CPU-sized: 2 steps at a large lr, short pseudo-answers, 2 augmentations, 4 rollouts
 SMALL = {"epochs": 2, "learning_rate": 1e-3, "max_completion_length": 24}
