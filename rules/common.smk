@@ -18,6 +18,7 @@ from ttrl_bench.adaptation.presets import METHOD_NAMES, is_per_sample, method_ta
 from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.datasets.sources import BUNDLED_TEST_SIZES, hub_usable
 from ttrl_bench.evaluation.tasks import task_for
+from ttrl_bench.models.source import resolve_model_source
 from ttrl_bench.results.paper_tables import PAPER_TABLES
 from ttrl_bench.runs.launch import default_gpus, launcher, needs_offload
 
@@ -86,6 +87,9 @@ for name, block in EXPERIMENTS.items():
 DATASETS = sorted({d for b in BLOCKS for d in b.get("datasets", []) + [x for p in b.get("cross", []) for x in p]})
 ADAPTING = sorted({m for b in BLOCKS for m in b["methods"] if m != "zero-shot"})
 TASK = {d: task_for(d).family for d in DATASETS}
+# The config section of a dataset's evaluation options: its task family's, or `evaluation.math` for
+# the math task (ECHO), which votes like MCQ but is scored by sampled pass@k
+SECTION = {d: "math" if REGISTRY[d].task == "math" else TASK[d] for d in DATASETS}
 
 if any("build" in m for m in MODELS.values()) and set(DATASETS) - set(DEMO_DATASETS):
     raise ValueError(
@@ -238,13 +242,17 @@ def get_protocol_flags(wildcards):
 def get_eval_flags(wildcards):
     """Evaluation options of the target dataset's task (config `evaluation.<task>`)."""
     dataset = wildcards.target if hasattr(wildcards, "target") else wildcards.dataset
-    per_task = config["evaluation"][TASK[dataset]]
+    per_task = config["evaluation"][SECTION[dataset]]
     exclude = "--exclude-adaptation-samples" if config["evaluation"]["exclude_adaptation_samples"] else ""
     sam2 = f"--sam2 {per_task['sam2']}" if per_task.get("sam2") else ""
     empty = f"--empty-mask-iou {per_task['empty_mask_iou']}" if per_task.get("empty_mask_iou") else ""
     parser = f"--choice-parser {per_task['choice_parser']}" if per_task.get("choice_parser") else ""
+    sampled = ""
+    if SECTION[dataset] == "math":  # ECHO: pass@k of sampled completions at the validation temperature
+        sampled = (f"--temperature {per_task['temperature']} --top-p {per_task['top_p']} "
+                   f"--n-samples {per_task['n_samples']} --pass-k {','.join(map(str, per_task['pass_k']))}")
     return (f"--max-new-tokens {per_task['max_new_tokens']} --eval-samples {per_task['samples']} {exclude} {sam2} "
-            f"{empty} {parser}")
+            f"{empty} {parser} {sampled}")
 
 
 def get_params_b(wildcards):
@@ -316,11 +324,12 @@ def adapted_weights(path):
 
 
 def test_samples_of(dataset):
-    """Test samples of a dataset: its prep_stats.json once prepared, the bundled sets' known size
-    before; None where only preparation can tell (the resolution filter drops some)."""
+    """Test samples of a dataset (a training set's rows for ECHO's geometry3k / geoqa): its
+    prep_stats.json once prepared, the bundled sets' known size before; None where only
+    preparation can tell (the resolution filter drops some)."""
     stats = Path(f"results/data/{dataset}/prep_stats.json")
     if stats.exists():
-        return json.loads(stats.read_text())["splits"].get("test", 0)
+        return json.loads(stats.read_text())["splits"].get(REGISTRY[dataset].manifest_split, 0)
     return BUNDLED_TEST_SIZES.get(dataset)
 
 
@@ -333,24 +342,20 @@ def check_sample_counts():
         for dataset in trains:
             size = test_samples_of(dataset)
             if n != "all" and size is not None and n > size and any(fits(m, dataset) for m in GRPO_METHODS if m in block["methods"]):
-                raise ValueError(f"config key `{key}`: {n} adaptation samples, but {dataset}'s test split has {size}")
+                raise ValueError(f"config key `{key}`: {n} adaptation samples, but {dataset}'s "
+                                 f"{REGISTRY[dataset].manifest_split} split has {size}")
     exclude = config["evaluation"]["exclude_adaptation_samples"]
     for model, method, train, target, proto, seed in RUNS:
-        wanted, size = config["evaluation"][TASK[target]]["samples"], test_samples_of(target)
+        wanted, size = config["evaluation"][SECTION[target]]["samples"], test_samples_of(target)
         if wanted == "all" or size is None:
             continue
         n_adapt = proto[1:].split("_")[0]
         held = int(n_adapt) if exclude and TASK[target] == "mcq" and n_adapt != "all" else 0
         if wanted > size - held:
             raise ValueError(
-                f"config key `evaluation.{TASK[target]}.samples`: {wanted} evaluation samples, but {target}'s test "
+                f"config key `evaluation.{SECTION[target]}.samples`: {wanted} evaluation samples, but {target}'s test "
                 f"split has {size}" + (f", {held} of them held out for adaptation" if held else "")
             )
-
-
-def is_hub_id(source):
-    """"org/name" (what resolve_model_source accepts); anything else names a local directory."""
-    return len(Path(source).parts) == 2 and not Path(source).is_absolute() and not source.startswith((".", "~"))
 
 
 def check_sources():
@@ -362,9 +367,11 @@ def check_sources():
         source = MODELS[name].get("convert_from", MODELS[name]["source"])
         if "build" in MODELS[name] or Path(source).exists():
             continue
-        if not is_hub_id(source):
-            key = "convert_from" if "convert_from" in MODELS[name] else "source"
-            raise ValueError(f"config key `models.{name}.{key}`: local model directory {source} does not exist")
+        key = "convert_from" if "convert_from" in MODELS[name] else "source"
+        try:
+            resolve_model_source(source, f"models.{name}.{key}")
+        except FileNotFoundError as err:
+            raise ValueError(str(err)) from None
         hub.append(name)
     for dataset in DATASETS:
         for field in ("path", "class_names"):

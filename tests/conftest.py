@@ -41,6 +41,7 @@ def tiny_model_dir(demo_data, scene_data, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model_dirs(tiny_model_dir, demo_data, scene_data, tmp_path_factory) -> dict[str, Path]:
     """One tiny model of every family the paper configs use (config/*.yaml): Qwen2.5-VL (VR-TTRL,
-    ECHO) and InternVL "-hf" (TTRV), each built as the demo model is."""
+    ECHO), Qwen3-VL (ECHO Table 2) and InternVL "-hf" (TTRV), each built as the demo model is."""
     internvl = _tiny(demo_data, scene_data, tmp_path_factory.mktemp("models") / "tiny-internvl", "internvl")
-    return {"qwen2_5_vl": tiny_model_dir, "internvl": internvl}
+    qwen3_vl = _tiny(demo_data, scene_data, tmp_path_factory.mktemp("models") / "tiny-qwen3-vl", "qwen3_vl")
+    return {"qwen2_5_vl": tiny_model_dir, "internvl": internvl, "qwen3_vl": qwen3_vl}

@@ -6,14 +6,15 @@ import pytest
 
 from ttrl_bench.adaptation.grpo import GroupReward, SplitGroupError, adapt, batch_layout, fit_to_samples
 from ttrl_bench.adaptation.per_sample import adapt_each_sample
-from ttrl_bench.adaptation.presets import METHOD_NAMES, is_per_sample, method_task, resolve_method
+from ttrl_bench.adaptation.presets import METHOD_NAMES, PRESETS, is_per_sample, method_task, resolve_method
 from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.datasets.sampling import select_adaptation_samples
+from ttrl_bench.models.families import FAMILIES  # every family the configs use: each runs every method
 from ttrl_bench.models.loading import load_model
 
 TWO_STEPS = {"num_generations": 4, "n_votes": 4, "max_completion_length": 3, "epochs": 1, "prompts_per_step": 1,
-             "learning_rate": 1e-3, "micro_batch_size": 2, "kl_beta": 0.0, "weight_decay": 0.0, "warmup_ratio": 0.0}
-FAMILIES = ["qwen2_5_vl", "internvl"]
+             "learning_rate": 1e-3, "micro_batch_size": 2, "kl_beta": 0.0, "weight_decay": 0.0, "warmup_ratio": 0.0,
+             "generation_batch_size": None}  # one generation round per step (ECHO's preset generates 5 steps at once)
 
 
 def _completions(texts):
@@ -139,7 +140,8 @@ ONE_ROUND = {"num_generations": 4, "max_completion_length": 24, "epochs": 1, "le
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("method", [m for m in METHOD_NAMES if is_per_sample(m)])
+# GRPO per sample; Appendix C's baselines (an `objective`) are tests/test_baselines.py's
+@pytest.mark.parametrize("method", [m for m in METHOD_NAMES if is_per_sample(m) and "objective" not in PRESETS[m]])
 def test_per_sample_methods_predict_each_sample_and_restore_the_base_weights(method, family, scene_data,
                                                                              tiny_model_dirs, tmp_path):
     model, processor = load_model(str(tiny_model_dirs[family]), dtype="fp32")
@@ -293,7 +295,7 @@ def test_vision_tower_is_found_per_family_and_frozen(family, tiny_model_dirs):
     model, _ = load_model(str(tiny_model_dirs[family]))
     freeze_vision_tower(model)
     frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
-    prefix = {"qwen2_5_vl": "model.visual.", "internvl": "model.vision_tower."}[family]
+    prefix = {"qwen2_5_vl": "model.visual.", "internvl": "model.vision_tower.", "qwen3_vl": "model.visual."}[family]
     assert frozen == {n for n, _ in model.named_parameters() if n.startswith(prefix)} and frozen
 
 

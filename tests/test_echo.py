@@ -16,16 +16,16 @@ from ttrl_bench.adaptation.echo import (
     tail_confidence,
     token_statistics,
 )
-from ttrl_bench.adaptation.grpo import GroupReward, adapt, batch_layout, grpo_config
+from ttrl_bench.adaptation.grpo import GroupReward, adapt, batch_layout, fit_to_samples, grpo_config
 from ttrl_bench.adaptation.presets import METHOD_NAMES, method_task, resolve_method
 from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.datasets.registry import DIGIT_NAMES
 from ttrl_bench.datasets.sampling import select_adaptation_samples
 from ttrl_bench.evaluation.tasks import TASKS
 from ttrl_bench.models import tiny
+from ttrl_bench.models.families import FAMILIES  # every family the configs use (ECHO: Qwen2.5-VL, Qwen3-VL)
 from ttrl_bench.models.loading import load_model
 
-FAMILIES = ["qwen2_5_vl", "internvl"]
 ECHO_METHODS = ["echo", "mm-upt", "supervised-grpo"]
 
 
@@ -139,7 +139,11 @@ def test_echo_preset_is_table_5_with_the_authors_update_defaults():
     assert spec["reward"] == "majority_vote" and spec["reward_params"] == {"unparsable": "no_reward"}
     assert resolve_method("mm-upt")["reward"] == "majority_vote" and "update" not in resolve_method("mm-upt")
     assert resolve_method("supervised-grpo")["reward"] == "gold"
-    assert all(m in METHOD_NAMES and method_task(m) == "math" for m in ECHO_METHODS)
+    # math answers are discrete values: the mcq family's methods (evaluation/tasks.py MathTask.family)
+    assert all(m in METHOD_NAMES and method_task(m) == "mcq" for m in ECHO_METHODS)
+    # fewer samples than Table 5's 5 prompts: the generation batch shrinks to the steps they fill
+    assert fit_to_samples(hp, 2)["generation_batch_size"] == 2 * 32
+    assert fit_to_samples(hp, 20)["generation_batch_size"] == 160
     # ablations override the update rule (ECHO Table 4: w/o CA-Clip, w/o E-SC Adv); a wrong name is refused
     no_clip = resolve_method("echo", overrides={"update": {"use_adaptive_clip": False}})["update"]
     assert no_clip["use_adaptive_clip"] is False and no_clip["rule"] == "echo"
@@ -158,14 +162,16 @@ def test_majority_vote_on_math_answers_ignores_unparsable_votes():
     junk outputs of 5 do not win; "\\boxed{2}" and "2" agree once normalised."""
     reward = GroupReward("majority_vote", {"unparsable": "no_reward"}, num_generations=5, task=TASKS["math"])
     texts = ["so \\boxed{2}", "the answer is 2.", "junk", "junk", "\\boxed{3}"]
-    assert reward(prompts=None, completions=_completions(texts), id=["x"] * 5, answer=["3"] * 5) == [1, 1, 0, 0, 0]
+    assert reward(prompts=None, completions=_completions(texts), id=["x"] * 5, answer=["3"] * 5,
+                  options=[[]] * 5) == [1, 1, 0, 0, 0]
 
 
 def test_supervised_reward_is_the_gold_answer():
     """Binary reward against the normalised gold answer, whatever the majority says."""
     reward = GroupReward("gold", {}, num_generations=4, task=TASKS["math"])
     texts = ["\\boxed{3.50}", "Answer: 3.5", "\\boxed{4}", "no answer here"]
-    assert reward(prompts=None, completions=_completions(texts), id=["x"] * 4, answer=["$3.5$"] * 4) == [1, 1, 0, 0]
+    assert reward(prompts=None, completions=_completions(texts), id=["x"] * 4, answer=["$3.5$"] * 4,
+                  options=[[]] * 4) == [1, 1, 0, 0]
     assert reward.records[0]["rollout_accuracy"] == pytest.approx(0.5)
 
 
@@ -222,9 +228,10 @@ def test_echo_loss_with_a_0_and_a_fixed_clip_is_trls_grpo_loss(loss_type, tiny_m
 
 
 def _math_samples(demo_data):
-    """Two demo digits as free-form math questions whose gold answer is the digit's numeral."""
+    """Two demo digits as free-form math questions (no options) whose gold answer is the digit's numeral."""
     samples = select_adaptation_samples(load_manifest(demo_data, "test"), 2, seed=0).copy()
     samples["answer"] = [str(DIGIT_NAMES.index(label)) for label in samples["label"]]
+    samples["options"] = [[] for _ in range(len(samples))]
     return samples
 
 
@@ -232,7 +239,7 @@ def _half_taught(model, processor, samples, demo_data, monkeypatch):
     """The session's tiny models sample almost uniformly (entropy 6.28 nats, ln 600 = 6.40), so no rollout
     names the gold numeral and every reward is equal. 20 supervised steps at lr 5e-3 toward "<numeral><eos>"
     (the demo model's own warm start, models/tiny.py) make them give it in about 10 of 16 rollouts
-    (measured: 10 and 11 on the two families), so the rewards differ within a group."""
+    (measured on Qwen2.5-VL and InternVL: 10 and 11), so the rewards differ within a group."""
     monkeypatch.setattr(tiny, "warm_start_target", lambda row: row["answer"])
     tiny.warm_start(model, processor, samples.to_dict("records"),
                     lambda row: Image.open(demo_data / row["image"]).convert("RGB"), steps=20, lr=5e-3, seed=0)
@@ -279,7 +286,7 @@ def test_ttrl_bench_lists_the_new_methods(capsys):
     args = build_parser().parse_args(["methods", "list"])
     args.func(args)
     rows = {line.split()[0]: line.split()[1:4] for line in capsys.readouterr().out.splitlines()[1:]}
-    assert rows["echo"] == ["math", "majority_vote", "echo"]
-    assert rows["mm-upt"] == ["math", "majority_vote", "grpo"]
-    assert rows["supervised-grpo"] == ["math", "gold", "grpo"]
+    assert rows["echo"] == ["mcq", "majority_vote", "echo"]
+    assert rows["mm-upt"] == ["mcq", "majority_vote", "grpo"]
+    assert rows["supervised-grpo"] == ["mcq", "gold", "grpo"]
     assert set(rows) == set(METHOD_NAMES)

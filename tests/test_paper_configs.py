@@ -30,6 +30,11 @@ ALL_VR_TTRL_EXPERIMENTS = """experiments:
   table7_rollouts: {enabled: true}
   table8_updates: {enabled: true}
   table9_thresholds: {enabled: true}
+  table10_baselines: {enabled: true}
+  table11_offline: {enabled: true}
+"""
+ALL_ECHO_EXPERIMENTS = """experiments:
+  table12_supervised: {enabled: true}
 """
 AGGREGATE = {"ingest_results": 1, "render_tables": 1, "plot_figures": 1, "audit_rewards": 1, "all": 1}
 
@@ -48,11 +53,22 @@ CASES = {
     # Table 2: 8 splits x 2 models; vote-only and VR-TTRL per sample (32 jobs), zero-shot 16
     "vr-ttrl": ("config/vr-ttrl.yaml", None, {"prepare_data": 8, "adapt_per_sample": 32, "evaluate": 16}),
     # + Table 3: 2 variants x 2 splits x 2 models (8); Table 7: 16 and 32 rollouts (2);
-    #   Table 8: 1, 2, 3, 10, 15 updates (5; 5 updates is VR-TTRL itself); Table 9: 2 thresholds (2)
+    #   Table 8: 1, 2, 3, 10, 15 updates (5; 5 updates is VR-TTRL itself); Table 9: 2 thresholds (2);
+    #   Table 10: 4 Appendix C baselines x 2 splits x 2 models (16; zero-shot and VR-TTRL are the
+    #   main grid's); Table 11: Qwen2.5-VL-7B trained offline on 2 training splits (2 more datasets
+    #   to prepare, 2 adapt, 2 evaluations on their targets)
     "vr-ttrl+experiments": ("config/vr-ttrl.yaml", ALL_VR_TTRL_EXPERIMENTS,
-                            {"prepare_data": 8, "adapt_per_sample": 32 + 8 + 2 + 5 + 2, "evaluate": 16}),
+                            {"prepare_data": 8 + 2, "adapt_per_sample": 32 + 8 + 2 + 5 + 2 + 16, "adapt": 2,
+                             "evaluate": 16 + 2}),
     # 5 datasets x 1 model x 3 rewards x 3 seeds = 45 adaptations; 45 + 15 zero-shot evaluations
     "dare": ("config/dare.yaml", None, {"prepare_data": 5, "adapt": 45, "evaluate": 60}),
+    # ECHO Table 2: 2 training sets + 4 targets prepared; 2 models x {MM-UPT, ECHO} x 2 training sets
+    #   = 8 adaptations, each evaluated on the 4 targets (32), + 2 models x 4 targets zero-shot (8)
+    "echo": ("config/echo.yaml", None, {"prepare_data": 6, "adapt": 8, "evaluate": 40}),
+    # + Table 12: Qwen2.5-VL-7B, supervised GRPO on Geometry3k (1 adapt, 4 eval); its ECHO and
+    #   zero-shot rows are Table 2's runs (0 new)
+    "echo+experiments": ("config/echo.yaml", ALL_ECHO_EXPERIMENTS,
+                         {"prepare_data": 6, "adapt": 8 + 1, "evaluate": 40 + 4}),
 }
 
 

@@ -11,10 +11,12 @@ from ttrl_bench.results import paper_tables as pt
 from ttrl_bench.results.store import PUBLISHED_CSV, ingest, read_table
 
 PUBLISHED = pd.read_csv(PUBLISHED_CSV)
-MODELS = {"m2b": "InternVL3-2B", "m4b": "InternVL2.5-4B", "m4": "InternVL3-4B", "vr": "VisionReasoner-7B"}
+MODELS = {"m2b": "InternVL3-2B", "m4b": "InternVL2.5-4B", "m4": "InternVL3-4B", "vr": "VisionReasoner-7B",
+          "q7": "Qwen2.5-VL-7B"}
 DATASETS = {"imagenet": "ImageNet", "imagenet-a": "ImageNet-A", "dtd": "DTD", "seed-bench": "SEED",
             "pixmo-count": "PixMo-Count-val", "pixmo-count-test": "PixMo-Count-test", "countbench": "CountBench-test",
-            "refcocog": "RefCOCOg-test"}
+            "refcocog": "RefCOCOg-test", "reasonseg": "ReasonSeg-val", "reasonseg-train": "ReasonSeg-train",
+            "refcocog-train": "RefCOCOg-train"}
 
 
 def _run(model, method, train, target, value, seed=0, n="20", sampling="random", metric="accuracy", extra=None,
@@ -43,6 +45,12 @@ RUNS = [
     _run("vr", "vr-ttrl", "countbench", "countbench", 90.0, metric="count_accuracy"),
     _run("vr", "vr-ttrl", "refcocog", "refcocog", 75.0, metric="box_giou", extra={"box_ciou": 70.0},
          seconds_per_sample=80.0),
+    _run("vr", "tent", "refcocog", "refcocog", 60.0, metric="box_giou", extra={"box_ciou": 55.0}),  # VR-TTRL Table 10
+    # VR-TTRL Table 11: trained offline on the training splits (200 samples), evaluated on the test splits
+    _run("q7", "offline-train-split", "reasonseg-train", "reasonseg", 45.0, n="200", metric="box_giou",
+         extra={"box_ciou": 44.0}),
+    _run("q7", "offline-train-split", "refcocog-train", "refcocog", 52.0, n="200", metric="box_giou",
+         extra={"box_ciou": 51.0}),
 ]
 RUNS_FRAME = pd.DataFrame([run for run, _ in RUNS])
 METRICS_FRAME = pd.DataFrame([m for _, ms in RUNS for m in ms])
@@ -102,6 +110,12 @@ def _cell(comparison, paper, table, model, method, dataset, metric):
     (("vr-ttrl", 7, "VisionReasoner-7B", "vr-ttrl-8-rollouts", "RefCOCOg-test", "giou"), 75.0, 73.19),
     (("vr-ttrl", 7, "VisionReasoner-7B", "vr-ttrl-8-rollouts", "RefCOCOg-test", "ciou"), 70.0, 69.16),
     (("vr-ttrl", 7, "VisionReasoner-7B", "vr-ttrl-8-rollouts", "RefCOCOg-test", "seconds_per_image"), 80.0, 86.70),
+    # VR-TTRL Table 10 (its "RefCOCOg testA" is our refcocog, Table 2's RefCOCOg-test): Tent and VR-TTRL gIoU
+    (("vr-ttrl", 10, "VisionReasoner-7B", "tent", "RefCOCOg-testA", "giou"), 60.0, 62.77),
+    (("vr-ttrl", 10, "VisionReasoner-7B", "vr-ttrl", "RefCOCOg-testA", "giou"), 75.0, 73.19),
+    # VR-TTRL Table 11: offline training on the train split, scored on ReasonSeg val (gIoU) and RefCOCOg (cIoU)
+    (("vr-ttrl", 11, "Qwen2.5-VL-7B", "offline-train-split", "ReasonSeg-val", "giou"), 45.0, 47.65),
+    (("vr-ttrl", 11, "Qwen2.5-VL-7B", "offline-train-split", "RefCOCOg-testA", "ciou"), 51.0, 53.27),
 ])
 def test_reproduced_cells(comparison, where, ours, paper):
     cell = _cell(comparison, *where)
@@ -119,7 +133,10 @@ def test_reproduced_cells(comparison, where, ours, paper):
     ("ttrv", 8, "-", "resolution-filter", "ImageNet", "n_original"),
     ("ttrv", 10, "unspecified", "adaptation-500-samples", "all", "latency_s"),
     ("vr-ttrl", 7, "VisionReasoner-7B", "vr-ttrl-8-rollouts", "RefCOCOg-test", "bbox_ap"),  # not measured
-    ("vr-ttrl", 10, "VisionReasoner-7B", "tent", "ReasonSeg-val", "giou"),  # not implemented
+    ("vr-ttrl", 10, "VisionReasoner-7B", "tent", "ReasonSeg-val", "giou"),  # no Tent run on ReasonSeg
+    ("vr-ttrl", 10, "Qwen2.5-VL-7B", "tent", "RefCOCOg-testA", "giou"),  # nor with Qwen
+    # the offline runs adapt elsewhere, but only Table 11 reads them so; Table 2 has no such row
+    ("vr-ttrl", 11, "Qwen2.5-VL-7B", "vr-ttrl", "ReasonSeg-val", "giou"),
 ])
 def test_cells_without_our_run_are_not_run(comparison, where):
     cell = _cell(comparison, *where)
@@ -224,3 +241,103 @@ def test_render_tables_cli_writes_every_table(tmp_path):
             assert (tmp_path / "t" / f"{paper}_table{table}.{ext}").exists()
     assert "| total |  | 587 | 0 | 587 |" in (tmp_path / "t" / "fidelity.md").read_text()
     assert "0 of 126 cells reproduced" in (tmp_path / "t" / "ttrv_table1_layout.md").read_text()
+
+
+def _eval_dir(root, model, method, train, target, n, metrics):
+    """One evaluation job's outputs as `evaluate` / `adapt-per-sample` write them."""
+    run_id = f"{model}/{method}/{train}/{target}/n{n}_random/seed0"
+    d = root / run_id
+    d.mkdir(parents=True)
+    (d / "metrics.json").write_text(json.dumps({
+        "run_id": run_id, "model": model, "method": method, "train_dataset": train, "target_dataset": target,
+        "n_adapt": n, "sampling": "random", "seed": 0, "metric": next(iter(metrics)), "value": next(iter(metrics.values())),
+        "n": 200, "n_unparsable": 0, "eval_seconds": 1.0, "config_hash": "h", "git_revision": "r", "versions": {},
+        "metrics": metrics}))
+    pd.DataFrame({"id": ["a"], "output": ["x"]}).to_parquet(d / "predictions.parquet")
+    return d
+
+
+def test_appendix_c_baselines_and_offline_runs_in_the_store_render_in_tables_10_and_11(tmp_path):
+    """VR-TTRL Tables 10 and 11 from ingested job outputs: the four baselines' cells and the offline
+    variant's (trained on a training split, scored on the test split) read ours / paper (delta)."""
+    from ttrl_bench.cli import main
+
+    names = {"qwen": "Qwen2.5-VL-7B"}
+    dirs = [_eval_dir(tmp_path / "eval", "qwen", method, "refcocog", "refcocog", 20, {"box_giou": value})
+            for method, value in [("tent", 40.0), ("memo", 41.0), ("sft-greedy-pseudo-label", 36.0),
+                                  ("sft-majority-pseudo-label", 47.0)]]
+    dirs.append(_eval_dir(tmp_path / "eval", "qwen", "offline-train-split", "reasonseg-train", "reasonseg", 200,
+                          {"box_giou": 48.0, "box_ciou": 50.0}))
+    db = tmp_path / "b.duckdb"
+    ingest(db, dirs, [], [])
+    out = tmp_path / "t"
+    assert main(["render-tables", "--db", str(db), "--out-dir", str(out), "--model-names", json.dumps(names)]) == 0
+    table10 = pd.read_csv(out / "vr-ttrl_table10.csv").set_index(["model", "method", "dataset"])
+    qwen = table10.loc[("Qwen2.5-VL-7B", slice(None), "RefCOCOg-testA"), "delta"].droplevel([0, 2]).round(2)
+    # published (Table 10, Qwen2.5-VL-7B, RefCOCOg testA): Tent 39.43, MEMO 41.29, SFT greedy 36.43, SFT majority 46.73
+    assert qwen[["tent", "memo", "sft-greedy-pseudo-label", "sft-majority-pseudo-label"]].tolist() == [
+        0.57, -0.29, -0.43, 0.27]
+    text = (out / "vr-ttrl_table10.md").read_text()
+    assert "40.00 / 39.43 (+0.57)" in text and "not implemented" not in text
+    # Table 11: ReasonSeg val gIoU 48.00 against the published 47.65
+    table11 = (out / "vr-ttrl_table11.md").read_text()
+    assert "48.00 / 47.65 (+0.35)" in table11 and "not implemented" not in table11
+
+
+# ECHO Tables 2 and 12: methods adapted on a training set (Geometry3k / GeoQA), scored on four targets
+ECHO_DATASETS = {"geometry3k": "Geometry3k", "geoqa": "GeoQA", "mathvision-math": "MathVision",
+                 "mathverse-math": "MathVerse", "mathvista-math": "MathVista", "logicvista-math": "LogicVista"}
+ECHO_RUNS = [
+    _run("q7", "zero-shot", "none", "mathvision-math", 25.0, n="all", metric="pass@1"),
+    _run("q7", "zero-shot", "none", "mathverse-math", 44.0, n="all"),  # greedy: accuracy stands in
+    *[_run("q7", "echo", "geometry3k", target, value, n="all", metric="pass@1")
+      for target, value in [("mathvision-math", 30.0), ("mathverse-math", 40.0), ("mathvista-math", 70.0),
+                            ("logicvista-math", 20.0)]],
+    _run("q7", "echo", "geoqa", "mathvision-math", 31.0, n="all", metric="pass@1"),
+    _run("q7", "mm-upt", "geometry3k", "mathvision-math", 28.0, n="all", metric="pass@1"),
+    _run("q7", "supervised-grpo", "geometry3k", "mathvision-math", 29.0, n="all", metric="pass@1"),
+]
+
+
+@pytest.fixture(scope="module")
+def echo_comparison():
+    runs = pd.DataFrame([run for run, _ in ECHO_RUNS])
+    metrics = pd.DataFrame([m for _, ms in ECHO_RUNS for m in ms])
+    ours = pt.our_cells(PUBLISHED, runs, metrics, pd.DataFrame(), pd.DataFrame(), {"q7": "Qwen2.5-VL-7B"},
+                        ECHO_DATASETS, main=("all", "random"))
+    return pt.compare(PUBLISHED, ours)
+
+
+@pytest.mark.parametrize("where, ours, paper", [
+    # published.csv: Table 2 Qwen2.5-VL-7B zero-shot MathVision 24.9, MathVerse 43.8
+    (("echo", 2, "Qwen2.5-VL-7B", "zero-shot", "MathVision", "pass@1"), 25.0, 24.9),
+    (("echo", 2, "Qwen2.5-VL-7B", "zero-shot", "MathVerse", "pass@1"), 44.0, 43.8),
+    # method@set: the run adapted on that set, on each target
+    (("echo", 2, "Qwen2.5-VL-7B", "echo@Geometry3k", "MathVision", "pass@1"), 30.0, 28.1),
+    (("echo", 2, "Qwen2.5-VL-7B", "echo@GeoQA", "MathVision", "pass@1"), 31.0, 28.5),
+    (("echo", 2, "Qwen2.5-VL-7B", "mm-upt@Geometry3k", "MathVision", "pass@1"), 28.0, 27.3),
+    # Mean over the 4 targets: (30 + 40 + 70 + 20) / 4 = 40.0 (paper 42.4)
+    (("echo", 2, "Qwen2.5-VL-7B", "echo@Geometry3k", "Mean", "pass@1"), 40.0, 42.4),
+    # Table 12: both trained on Geometry3k (ECHO row = Table 2's echo@Geometry3k)
+    (("echo", 12, "Qwen2.5-VL-7B", "echo", "MathVision", "pass@1"), 30.0, 28.1),
+    (("echo", 12, "Qwen2.5-VL-7B", "supervised-grpo", "MathVision", "pass@1"), 29.0, 28.3),
+    (("echo", 12, "Qwen2.5-VL-7B", "zero-shot", "MathVision", "pass@1"), 25.0, 24.9),
+])
+def test_echo_cells_render_from_runs_adapted_on_a_training_set(echo_comparison, where, ours, paper):
+    row = _cell(echo_comparison, *where)
+    assert row["status"] == "reproduced"
+    assert math.isclose(row["ours"], ours) and math.isclose(row["paper_value"], paper)
+
+
+def test_echo_cells_without_a_run_stay_not_run(echo_comparison):
+    # ECHO on GeoQA has no MathVerse run; the GeoQA run never fills a Geometry3k cell; Qwen3-VL has no run
+    assert _cell(echo_comparison, "echo", 2, "Qwen2.5-VL-7B", "echo@GeoQA", "MathVerse", "pass@1")["status"] == "not run"
+    assert _cell(echo_comparison, "echo", 2, "Qwen2.5-VL-7B", "mm-upt@GeoQA", "MathVision", "pass@1")["status"] == "not run"
+    assert _cell(echo_comparison, "echo", 2, "Qwen3-VL-8B", "echo@Geometry3k", "MathVision", "pass@1")["status"] == "not run"
+    # the Mean needs all four targets: echo@GeoQA has one
+    assert _cell(echo_comparison, "echo", 2, "Qwen2.5-VL-7B", "echo@GeoQA", "Mean", "pass@1")["status"] == "not run"
+
+
+def test_echo_titles_no_longer_say_not_implemented():
+    assert "not implemented" not in pt.TABLES[("echo", 2)].title
+    assert "not implemented" not in pt.TABLES[("echo", 12)].title

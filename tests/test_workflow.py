@@ -202,7 +202,7 @@ def test_lint_is_clean(tmp_path):
         # what jobs would find out after hours, the dry run reports, naming the key first
         ("adaptation: {n_samples: 598}", "config key `adaptation.n_samples`: 598 adaptation samples, but demo-digits's test split has 597"),
         ("evaluation: {grounding: {samples: 121}}", "config key `evaluation.grounding.samples`: 121 evaluation samples, but demo-digit-scenes's test split has 120"),
-        ("models: {other: {source: /no/such/model}}", "config key `models.other.source`: local model directory /no/such/model does not exist"),
+        ("models: {other: {source: /no/such/model}}", "model '/no/such/model': no such local directory, and not a Hub id (org/name); check the config key models.other.source"),
         ("data: {sources: {demo-digits: {path: /no/such/copy}}}", "config key `data.sources.demo-digits.path`: /no/such/copy does not exist"),
         ("models: {hub: {source: org/model}}", "config key `models.hub.source`: the Hugging Face Hub is unreachable"),
     ],

@@ -30,9 +30,13 @@ def cmd_datasets_list(args) -> None:
 def cmd_methods_list(args) -> None:
     from .adaptation.presets import PRESETS, method_task
 
-    rows = [("name", "task", "reward", "update", "source")]
-    rows += [(m, method_task(m), p["reward"], p.get("update", {}).get("rule", "grpo"), p["source"]) if p else
-             (m, "any", "-", "-", "no adaptation") for m, p in PRESETS.items()]
+    def row(m, p):  # update: TRL's GRPO, ECHO's rule, or a non-GRPO objective (VR-TTRL Appendix C)
+        if p is None:
+            return (m, "any", "-", "-", "no adaptation")
+        update = p.get("objective") or p.get("update", {}).get("rule", "grpo")
+        return (m, method_task(m), p.get("reward", "-"), update, p["source"])
+
+    rows = [("name", "task", "reward", "update", "source")] + [row(m, p) for m, p in PRESETS.items()]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
@@ -69,12 +73,18 @@ def cmd_convert_model(args) -> None:
     log.info("converted model: %s", convert_internvl(args.source, Path(args.out)))
 
 
-def _adaptation_samples(data_dir: Path, n_adapt, seed: int, sampling: str):
+def _adaptation_samples(data_dir: Path, n_adapt, seed: int, sampling: str, split: str = "test"):
+    """The samples a method adapts on: of the test split (test-time RL), or of a training set's
+    rows (registry split "train": ECHO's Geometry3k and GeoQA, where MM-UPT and ECHO train; VR-TTRL
+    Table 11's reasonseg-train and refcocog-train, where its offline variant trains)."""
     from .datasets.prepare import load_manifest
     from .datasets.sampling import select_adaptation_samples
 
     try:
-        return select_adaptation_samples(load_manifest(data_dir, "test"), n_adapt, seed, sampling)
+        pool = load_manifest(data_dir, split)
+        if pool.empty:
+            raise ValueError(f"the prepared dataset has no {split!r} samples")
+        return select_adaptation_samples(pool, n_adapt, seed, sampling)
     except ValueError as err:  # the dry run checks this too, once the dataset is prepared
         raise ValueError(f"{data_dir}: {err} (config adaptation.n_samples or experiments.<name>.n_samples)") from err
 
@@ -99,10 +109,14 @@ def cmd_adapt(args) -> None:
     from .models.loading import checkpoint_dtype, load_model
     from .runs.provenance import provenance
 
+    from .datasets.registry import get_dataset
+
     method = json.loads(args.method_json)
     out = Path(args.out)
-    samples = _adaptation_samples(Path(args.data), args.n_adapt, args.seed, args.sampling)
-    log.info("adapting %s with %s on %d samples of %s", args.model_name, args.method, len(samples), args.dataset)
+    split = get_dataset(args.dataset).manifest_split
+    samples = _adaptation_samples(Path(args.data), args.n_adapt, args.seed, args.sampling, split)
+    log.info("adapting %s with %s on %d %s samples of %s", args.model_name, args.method, len(samples), split,
+             args.dataset)
     stored = checkpoint_dtype(args.model_source)
     model, processor = load_model(args.model_source, dtype="fp32")  # master weights, whatever is stored
     start = time.perf_counter()
@@ -141,7 +155,7 @@ def _evaluation_set(data_dir: Path, args):
     from .datasets.sampling import select_adaptation_samples
     from .evaluation.tasks import task_for
 
-    task = task_for(args.dataset, args.sam2, data_dir, args.empty_mask_iou, args.choice_parser)
+    task = task_for(args.dataset, args.sam2, data_dir, args.empty_mask_iou, args.choice_parser, args.pass_k)
     test = load_manifest(data_dir, "test")
     if task.family == "mcq" and args.exclude_adaptation_samples:
         held_out = set(_adaptation_samples(data_dir, args.n_adapt, args.seed, args.sampling)["id"])
@@ -160,7 +174,25 @@ def _eval_provenance(args, train_dataset: str, adapt_meta: dict) -> dict:
     extra = _run_identity(args, train_dataset, args.dataset)
     params = {**extra, "adapt_config_hash": adapt_meta.get("config_hash"), "max_new_tokens": args.max_new_tokens,
               "eval_samples": args.eval_samples, "exclude_adaptation_samples": args.exclude_adaptation_samples}
-    return {**extra, "adapt_seconds": adapt_meta.get("adapt_seconds"), **provenance(params)}
+    sampling = _eval_sampling(args)
+    if sampling:  # greedy runs keep their hash
+        params["sampling"] = sampling
+    return {**extra, "adapt_seconds": adapt_meta.get("adapt_seconds"), **({"sampling": sampling} if sampling else {}),
+            **provenance(params)}
+
+
+def _eval_sampling(args) -> dict | None:
+    """Sampled evaluation ({n, temperature, top_p, seed}) for a temperature above 0, else None
+    (greedy). ECHO's pass@k (config evaluation.math)."""
+    if args.temperature <= 0:
+        if args.n_samples != 1 or max(args.pass_k) > 1:
+            raise ValueError(f"--n-samples {args.n_samples} / --pass-k {args.pass_k} need a sampling temperature "
+                             "(config evaluation.math.temperature > 0): greedy decoding gives one completion")
+        return None
+    if max(args.pass_k) > args.n_samples:
+        raise ValueError(f"--pass-k {max(args.pass_k)} exceeds --n-samples {args.n_samples} (config "
+                         "evaluation.math.pass_k / n_samples): pass@k needs k <= n completions")
+    return {"n": args.n_samples, "temperature": args.temperature, "top_p": args.top_p, "seed": args.seed}
 
 
 def cmd_evaluate(args) -> None:
@@ -175,6 +207,7 @@ def cmd_evaluate(args) -> None:
             "`adaptation.keep_adapted_weights: true` and rerun snakemake (it adapts again and keeps them) to rerun "
             "this evaluation by hand")
     data_dir = Path(args.data)
+    sampling = _eval_sampling(args)  # before any work
     samples, task = _evaluation_set(data_dir, args)
     adapt_meta = json.loads(Path(args.adapt_run).read_text()) if args.adapt_run else {}
     extra = _eval_provenance(args, args.train_dataset, adapt_meta)
@@ -186,7 +219,7 @@ def cmd_evaluate(args) -> None:
     else:
         model, processor = load_model(args.model_source)
     timed_evaluation(model, processor, samples, data_dir, task, Path(args.out), extra, args.max_new_tokens,
-                     args.batch_size, json.loads(args.vllm_settings))
+                     args.batch_size, json.loads(args.vllm_settings), sampling)
 
 
 def cmd_adapt_per_sample(args) -> None:
@@ -323,11 +356,13 @@ def cmd_audit_reward(args) -> None:
 
     groups = sample_groups(args.groups, args.num_generations, args.seed)
     # the MCQ methods on letter groups; grounding methods on object groups of VR-TTRL's 8 rollouts
+    # label-free rewards only: the supervised baseline's ("gold", ECHO Table 12) needs the gold answer
     methods = {m: {"reward": p["reward"], "params": p["reward_params"]} for m, p in PRESETS.items()
-               if method_task(m) == "mcq"}
+               if method_task(m) == "mcq" and p["reward"] != "gold"}
     grounding = {}
     for m, p in PRESETS.items():  # one row per distinct reward: many presets differ in schedule only
-        spec = {"reward": p["reward"], "params": p["reward_params"]} if method_task(m) == "grounding" else None
+        # Appendix C's Tent, MEMO and greedy SFT have no reward
+        spec = {"reward": p["reward"], "params": p["reward_params"]} if method_task(m) == "grounding" and p.get("reward") else None
         if spec and spec not in grounding.values():
             grounding[m] = spec
     table = pd.concat([audit(groups, methods), audit(sample_object_groups(args.groups, 8, args.seed), grounding)])
@@ -367,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--steps", type=int, default=150, help="supervised warm-start steps per task")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--family", default="qwen2_5_vl", choices=["qwen2_5_vl", "internvl"])
+    p.add_argument("--family", default="qwen2_5_vl", choices=["qwen2_5_vl", "internvl", "qwen3_vl"])
     p.set_defaults(func=cmd_build_demo_model)
 
     p = sub.add_parser("convert-model", help="original-format InternVL checkpoint -> transformers-native directory")
@@ -400,6 +435,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="gIoU of a both-empty sample (config evaluation.grounding.empty_mask_iou)")
         p.add_argument("--choice-parser", choices=["robust", "ttrv"], default="robust",
                        help="how option letters are read (config evaluation.mcq.choice_parser)")
+        p.add_argument("--temperature", type=float, default=0.0,
+                       help="sampling temperature; 0 = greedy (config evaluation.math.temperature)")
+        p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (config evaluation.math.top_p)")
+        p.add_argument("--n-samples", type=int, default=1, help="completions per question (config evaluation.math.n_samples)")
+        p.add_argument("--pass-k", type=lambda v: tuple(int(k) for k in v.split(",")), default=(1,),
+                       help="comma-separated k of pass@k (config evaluation.math.pass_k)")
 
     p = sub.add_parser("evaluate", help="step 3: greedy evaluation on a dataset's test split")
     run_args(p, "--dataset")

@@ -451,12 +451,19 @@ def out_of_memory_message(model, hp: dict, err: Exception) -> str:
 
 def fit_to_samples(hp: dict, n_samples: int) -> dict:
     """With fewer adaptation samples than prompts per step (TTRV Table 6: one sample), a step holds
-    them all: the preset's batch cannot be filled from the data."""
-    if n_samples >= hp.get("prompts_per_step", 1):
-        return hp
-    log.warning("%d adaptation samples < prompts_per_step %d: %d prompt(s) per step", n_samples,
-                hp["prompts_per_step"], n_samples)
-    return {**hp, "prompts_per_step": n_samples}
+    them all: the preset's batch cannot be filled from the data. Likewise a generation batch of more
+    prompts than there are (ECHO Table 5 generates 5 at once) shrinks to the whole steps they fill."""
+    if n_samples < hp.get("prompts_per_step", 1):
+        log.warning("%d adaptation samples < prompts_per_step %d: %d prompt(s) per step", n_samples,
+                    hp["prompts_per_step"], n_samples)
+        hp = {**hp, "prompts_per_step": n_samples}
+    per_step = hp["num_generations"] * hp.get("prompts_per_step", 1)
+    if (hp.get("generation_batch_size") or 0) > n_samples * hp["num_generations"]:
+        steps = max(1, n_samples // hp.get("prompts_per_step", 1))
+        log.warning("%d adaptation samples fill no generation batch of %d completions: %d", n_samples,
+                    hp["generation_batch_size"], per_step * steps)
+        hp = {**hp, "generation_batch_size": per_step * steps}
+    return hp
 
 
 def save_adapted(trainer, processor, out: Path, dtype: torch.dtype) -> None:

@@ -3,7 +3,8 @@ sample independently, start from the base weights, run E rounds of (generate N, 
 predict greedily, restore the base weights. Weights are restored from a copy in host memory
 (pinned where CUDA is present, so the GPU holds only the model, its gradients and optimizer state),
 never reloaded from disk. The vote-only baseline runs the same rollouts and consensus with no update
-and answers with the pseudo-label."""
+and answers with the pseudo-label. Appendix C's baselines (presets with an `objective`,
+baselines.py) run in the same loop with the same restore."""
 
 from __future__ import annotations
 
@@ -39,6 +40,15 @@ def _vote(model, processor, row: dict, image, hp: dict, reward_params: dict, see
     return texts[label] if label is not None else texts[0]
 
 
+def _adapter(method: dict):
+    """VR-TTRL's GRPO, or the Appendix C baseline the preset names by its `objective`."""
+    if "objective" not in method:
+        return adapt
+    from .baselines import adapt_baseline  # imported here: the baselines reuse _predict_greedy and _vote
+
+    return adapt_baseline
+
+
 def adapt_each_sample(model, processor, samples: pd.DataFrame, image_root: Path, method: dict, out_dir: Path,
                       seed: int, max_new_tokens: int) -> tuple[list[str], pd.DataFrame, list[float]]:
     """(raw outputs, training log with a `sample` column, seconds per sample)."""
@@ -48,7 +58,7 @@ def adapt_each_sample(model, processor, samples: pd.DataFrame, image_root: Path,
         start = time.perf_counter()
         image = Image.open(image_root / row["image"]).convert("RGB")
         if method["hyperparameters"].get("updates", True):
-            train_log = adapt(model, processor, samples.iloc[[index]], image_root, method, out_dir, seed,
+            train_log = _adapter(method)(model, processor, samples.iloc[[index]], image_root, method, out_dir, seed,
                               task=GroundingTask(), before=base_weights)
             logs.append(train_log.assign(sample=row["id"], sample_updates=train_log.attrs["optimizer_steps"],
                                          weights_changed=train_log.attrs["weights_changed"]))

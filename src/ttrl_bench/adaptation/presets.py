@@ -177,7 +177,6 @@ PRESETS: dict[str, dict | None] = {
         "reward_params": {"unparsable": "no_reward"},
         "update": {"rule": "echo", **ECHO_DEFAULTS},
         "hyperparameters": ECHO_HYPERPARAMETERS,
-        "task": "math",
         "source": "ECHO Sections 3.2-3.4, Appendix A.3 Table 5; user683/ECHO hybrid_adv defaults",
     },
     # MM-UPT (Wei et al. 2025; ECHO's baseline, Table 2): majority-vote GRPO on the unlabeled training set,
@@ -186,7 +185,6 @@ PRESETS: dict[str, dict | None] = {
         "reward": "majority_vote",
         "reward_params": {"unparsable": "no_reward"},
         "hyperparameters": ECHO_HYPERPARAMETERS,
-        "task": "math",
         "source": "MM-UPT (Wei et al. 2025) as ECHO's Table 2 baseline; settings ECHO Table 5",
     },
     # GRPO with ground-truth labels (ECHO Table 12 "GRPO"): binary reward against the gold answer, standard
@@ -195,7 +193,6 @@ PRESETS: dict[str, dict | None] = {
         "reward": "gold",
         "reward_params": {},
         "hyperparameters": {**ECHO_HYPERPARAMETERS, "n_votes": 32},
-        "task": "math",
         "source": "ECHO Appendix B.2 Table 12 (supervised GRPO); settings ECHO Table 5",
     },
     # DARE (papers/dare-summary.txt): uncertainty-aware distribution reward + exploration bonus +
@@ -264,6 +261,62 @@ PRESETS: dict[str, dict | None] = {
     },
 }
 
+# VR-TTRL Appendix C.1 baselines (adaptation/baselines.py), per sample and restored after each as
+# VR-TTRL. C.1 gives the losses, the pseudo-labels and the trainable subset ("the same parameter
+# subset as in VR-TTRL ... vision encoder frozen"); "K gradient steps" and "the same computational
+# budget as VR-TTRL" (C.2) leave K open: VR-TTRL's 5 updates per sample. The optimizer settings
+# (lr 5e-7, weight decay 1e-2, grad clip 1.0) are not stated either: VR-TTRL's (Appendix A). No KL
+# term: C.1's losses have none.
+BASELINE_HYPERPARAMETERS = {
+    "learning_rate": VR_TTRL_HYPERPARAMETERS["learning_rate"],
+    "weight_decay": VR_TTRL_HYPERPARAMETERS["weight_decay"],
+    "max_grad_norm": VR_TTRL_HYPERPARAMETERS["max_grad_norm"],
+    "epochs": VR_TTRL_HYPERPARAMETERS["epochs"],  # K optimizer steps on the one sample
+    "max_completion_length": VR_TTRL_HYPERPARAMETERS["max_completion_length"],  # of the pseudo-answer
+    "freeze_vision": True,
+    "trainable": "language",  # C.1; "norm": Tent's own normalisation-layer parameters
+    "updates": True,
+    "gradient_checkpointing": True,
+}
+_BASELINE = {"reward_params": {}, "task": "grounding", "per_sample": True}
+PRESETS.update({
+    # C.1 "Tent-style entropy minimization": sum of the answer tokens' entropies, the answer being
+    # the model's greedy one (the evaluation decoding, Appendix A) on the unadapted sample.
+    "tent": {**_BASELINE, "objective": "tent", "pseudo_label": "greedy", "hyperparameters": BASELINE_HYPERPARAMETERS,
+             "source": "VR-TTRL Appendix C.1 (Tent, Wang et al. 2021)"},
+    # C.1 "MEMO-style consistency TTA": (1/K) sum_k KL(p_k || p_bar) over K augmentations (crop, flip,
+    # colour jitter), answer tokens only. K is not given: 8, VR-TTRL's rollouts per round (the same
+    # forward budget). memo_form "marginal_entropy" is MEMO's own objective, H(p_bar).
+    "memo": {**_BASELINE, "objective": "memo", "pseudo_label": "greedy",
+             "hyperparameters": {**BASELINE_HYPERPARAMETERS, "augmentations": 8, "memo_form": "kl_to_mean"},
+             "source": "VR-TTRL Appendix C.1 (MEMO, Zhang et al. 2022)"},
+    # C.1 "SFT (single greedy pseudo-label)": NLL of the greedy answer, prompt masked.
+    "sft-greedy-pseudo-label": {**_BASELINE, "objective": "sft", "pseudo_label": "greedy",
+                                "hyperparameters": BASELINE_HYPERPARAMETERS,
+                                "source": "VR-TTRL Appendix C.1 (SFT, single greedy pseudo-label)"},
+    # C.1 "SFT (majority pseudo-label)": NLL of VR-TTRL's consensus completion of N = 8 rollouts at
+    # temperature 0.6 (VR-TTRL's, Appendix A), with VR-TTRL's thresholds and reward conventions.
+    "sft-majority-pseudo-label": {
+        **_BASELINE, "objective": "sft", "pseudo_label": "consensus",
+        "reward": "vr_ttrl_consensus",
+        "reward_params": {"thresholds": "base", "anti": False, **VISIONREASONER_CONVENTIONS},
+        "hyperparameters": {**BASELINE_HYPERPARAMETERS, "num_generations": VR_TTRL_HYPERPARAMETERS["num_generations"],
+                            "temperature": VR_TTRL_HYPERPARAMETERS["temperature"]},
+        "source": "VR-TTRL Appendix C.1 (SFT, majority pseudo-label)"},
+    # VR-TTRL Table 11 / Appendix D "Offline (train-only)": the same consensus + format GRPO, trained
+    # once on a training split (a registry training set: reasonseg-train, refcocog-train, adapted on
+    # through config `cross` pairs), then evaluated on the test split like any adapted model.
+    # The size of the training set and the schedule are not stated: VR-TTRL's per-sample settings
+    # run as one training (5 epochs of 1 prompt per step over n training samples; config
+    # n_samples 200, so its budget is VR-TTRL's on 200 test samples).
+    "offline-train-split": {
+        "reward": "vr_ttrl_consensus",
+        "reward_params": {"thresholds": "base", "anti": False, **VISIONREASONER_CONVENTIONS},
+        "hyperparameters": {k: v for k, v in VR_TTRL_HYPERPARAMETERS.items() if k != "updates"},
+        "task": "grounding",
+        "source": "VR-TTRL Table 11, Appendix D"},
+})
+
 # VR-TTRL Table 7 (rollouts per round) and Table 8 (updates per image; 5 is the default).
 for _n in (16, 32):
     PRESETS[f"vr-ttrl-{_n}-rollouts"] = {**PRESETS["vr-ttrl"], "source": "VR-TTRL Table 7",
@@ -277,8 +330,8 @@ METHOD_NAMES = tuple(PRESETS)
 
 def method_task(name: str) -> str | None:
     """The task kind a method adapts on: "mcq" (answers are option letters), "grounding"
-    (answers are object lists), "math" (normalised math answers: ECHO and its baselines), or None
-    for zero-shot, which fits every dataset."""
+    (answers are object lists), or None for zero-shot, which fits every dataset. ECHO and its
+    baselines are "mcq": math answers are discrete values too (evaluation/tasks.py MathTask.family)."""
     preset = PRESETS[name]
     return None if preset is None else preset.get("task", "mcq")
 

@@ -18,6 +18,7 @@ from .preprocessing import (
     decode_verdict,
     grounding_prompt,
     image_size,
+    math_prompt,
     mcq_options,
     recognition_prompt,
     resize_square,
@@ -42,6 +43,9 @@ def _task_fields(spec, sample: dict, seed: int) -> dict:
         extra = {"category": sample["category"]} if "category" in sample else {}  # MME's subtasks
         return {"prompt": vqa_prompt(sample["question"], sample["options"], spec.prompt), "options": sample["options"],
                 "answer": sample["answer"], **extra}
+    if spec.task == "math":  # ECHO: options as letters (may be none), gold letter(s) or the answer as written
+        return {"prompt": math_prompt(sample["question"], sample["options"], sample["list_options"]),
+                "options": sample["options"], "answer": sample["answer"]}
     if spec.task == "counting-freeform":
         return {"prompt": capture_prompt(sample["question"]), "options": [], "answer": str(sample["answer"])}
     # grounding and counting (VR-TTRL): VisionReasoner prompt; geometry in original pixels
@@ -61,8 +65,9 @@ def prepare_dataset(name: str, out_dir: Path, seed: int, resolution_rule: str = 
     for sample in tqdm(read_source(spec, out_dir / "images", source), desc=f"prepare {name}", unit="sample"):
         path = sample["image_path"]
         verdict = sample.get("skip")
-        if verdict is None:  # RealWorldQA is resized instead of filtered (no size limit)
-            verdict = resolution_verdict(path, resolution_rule, **({"max_side": 10**9} if spec.resize else {}))
+        if verdict is None:  # RealWorldQA is resized, ECHO's sets kept whole: no size limit
+            unlimited = spec.resize or not spec.filter_resolution
+            verdict = resolution_verdict(path, resolution_rule, **({"max_side": 10**9} if unlimited else {}))
         if verdict == "kept":  # only images within the limit are decoded, so no bomb ever is
             verdict = decode_verdict(path)
         if verdict == "kept" and spec.resize:

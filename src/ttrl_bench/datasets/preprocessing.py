@@ -127,6 +127,20 @@ CAPTURE_QUESTION = ("Count the exact number of {object} in the image. Assume the
 CAPTURE_PROMPT = "{question}\nPlease reason step by step, and put your final answer within \\boxed{{}}."
 
 
+# ECHO (user683/ECHO verl/examples/ttrl_echo/Qwen2.5/geometry3k.sh `data.suffix_prompt`; MM-UPT's
+# FORMAT_PROMPT is the same): the question, the choices as verl/data/save_as_json.py writes them
+# ("\n\nChoices:\nA.x\nB.y", --choices_add_letters), then the reasoning / boxed-answer suffix.
+MATH_SUFFIX = "\nPlease reason step by step, and put your final answer within \\boxed{}."
+
+
+def math_prompt(question: str, options: list[str], list_options: bool = True) -> str:
+    """ECHO's prompt; `list_options` False where the question already lists them (MathVerse)."""
+    choices = ""
+    if options and list_options:
+        choices = "\n\nChoices:\n" + "\n".join(f"{letter}.{option}" for letter, option in zip(OPTION_LETTERS, options))
+    return question + choices + MATH_SUFFIX
+
+
 def _letters_phrase(n: int) -> str:
     letters = list(OPTION_LETTERS[:n])
     return " or ".join(letters) if n == 2 else ", ".join(letters[:-1]) + ", or " + letters[-1]

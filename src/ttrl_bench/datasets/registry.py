@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 class DatasetSpec:
     name: str
     task: str  # "recognition" (4-way MCQ from classes), "vqa" (MCQ with official options),
-    #            "counting-freeform" (a number), "grounding" (objects), "counting" (objects, count)
+    #            "counting-freeform" (a number), "grounding" (objects), "counting" (objects, count),
+    #            "math" (reasoned, boxed answer: a number, an expression or option letters; ECHO)
     source: str  # Hub id, "bundled:<what>" (ships in a package), or "local:<format>" (path required)
-    metric: str  # "accuracy", "smape", "giou_ciou", "count_accuracy"
+    metric: str  # "accuracy", "smape", "giou_ciou", "count_accuracy", "pass@k"
     paper_name: str = ""  # column name in the papers' tables
     hub_config: str | None = None
-    split: str = "test"
+    split: str = "test"  # the source's split; "train" marks a training set (adaptation reads its rows)
     classes: tuple[str, ...] = field(default=())
     description: str = ""
     reader: str = ""  # how a row becomes a sample (sources.ROW_READERS); "" for bundled sets
@@ -30,6 +31,14 @@ class DatasetSpec:
     resize: int | None = None  # square side to resize to instead of filtering (RealWorldQA)
     prompt: str = "options"  # prompt style of TTRV Appendix C (preprocessing.VQA_PROMPTS, "texture" for DTD)
     local: dict = field(default_factory=dict)  # defaults for a local copy: `files` (glob), `image_dir`
+    # TTRV's 1000x1000 limit (Appendix B); ECHO keeps every image (user683/ECHO verl/data/save_as_json.py
+    # writes them all, standalone_inference.py only enlarges images under 28 px)
+    filter_resolution: bool = True
+
+    @property
+    def manifest_split(self) -> str:
+        """The manifest's split of this entry's rows: "train" for a training set, else "test"."""
+        return "train" if self.split == "train" else "test"
 
 
 DIGIT_NAMES = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
@@ -52,6 +61,11 @@ def _recognition(name, source, paper_name, split="test", fields=WDS, **kw) -> Da
 
 def _vqa(name, source, paper_name, reader, fields, split="test", **kw) -> DatasetSpec:
     return DatasetSpec(name, "vqa", source, "accuracy", paper_name, split=split, reader=reader, fields=fields, **kw)
+
+
+def _math(name, source, paper_name, reader, fields, split="test", **kw) -> DatasetSpec:
+    return DatasetSpec(name, "math", source, "pass@k", paper_name, split=split, reader=reader, fields=fields,
+                       prompt="math", filter_resolution=False, **kw)
 
 
 def _grounding(name, source, paper_name, split, reader, fields, task="grounding", **kw) -> DatasetSpec:
@@ -116,6 +130,34 @@ _ENTRIES = [
                  "id": "id"}),
     _vqa("logicvista", "lscpku/LogicVista", "LogicVista", "options_in_text",
          fields={"image": "image", "question": "question", "answer": "answer"}, prompt="in_question"),
+    # ECHO (papers/echo.txt Section 4.1, Appendix A.1): two training sets the methods adapt on and four
+    # targets, all in the "math" task (reasoned answer in \boxed{}, pass@k). Geometry3k: the Hub id of
+    # user683/ECHO verl/data/save_as_json.py (default --dataset_name) and of MM-UPT's README; GeoQA: the
+    # copy MM-UPT's README names (waltonfuture/MM-UPT), EasyR1's layout (images, problem, answer) like
+    # hiyouga/geometry3k; R1-V's original (image, problem, solution "<answer> x </answer>") reads too.
+    # The targets are the sizes the paper states: MathVision test 3,040, MathVista testmini 1,000,
+    # MathVerse testmini 3,940 (all five versions), LogicVista 448. ECHO's code names no Hub id
+    # for them; these are the benchmarks' own (MathVerse: lmms-eval's copy, whose
+    # `question_for_eval` carries the choices).
+    _math("geometry3k", "hiyouga/geometry3k", "Geometry3k", "math",
+          {"image": "images", "question": "problem", "answer": "answer"}, split="train",
+          description="training split (2,101), an adaptation source (ECHO Table 2, MM-UPT)"),
+    _math("geoqa", "WaltonFuture/GEOQA_R1V_Train_8K", "GeoQA", "math",
+          {"image": "images", "image_alternatives": ("image",), "question": "problem", "answer": "answer",
+           "answer_alternatives": ("solution",)}, split="train",
+          description="GeoQA R1-V 8K training set, an adaptation source (ECHO Table 2, MM-UPT)"),
+    _math("mathvision-math", "MathLLMs/MathVision", "MathVision", "math",
+          {"image": "decoded_image", "question": "question", "options": "options", "answer": "answer", "id": "id"},
+          description="full test set (3,040), boxed answers, pass@k (ECHO)"),
+    _math("mathverse-math", "CaraJ/MathVerse-lmmseval", "MathVerse", "math_options_in_text",
+          {"image": "image", "question": "question_for_eval", "answer": "answer", "id": "sample_index"},
+          split="testmini", hub_config="testmini", description="testmini (3,940), boxed answers, pass@k (ECHO)"),
+    _math("mathvista-math", "AI4Math/MathVista", "MathVista", "math",
+          {"image": "decoded_image", "question": "question", "options": "choices", "answer": "answer", "id": "pid",
+           "answer_format": "text"}, split="testmini", description="testmini (1,000), boxed answers, pass@k (ECHO)"),
+    _math("logicvista-math", "lscpku/LogicVista", "LogicVista", "math_options_in_text",
+          {"image": "image", "question": "question", "answer": "answer"},
+          description="448 questions, several-letter answers kept, boxed answers, pass@k (ECHO)"),
     # VR-TTRL Table 2: the 8 splits (segmentation by gIoU, counting by count accuracy); boxes,
     # points and masks stay in original pixel coordinates.
     _grounding("refcoco", "lmms-lab/RefCOCO", "RefCOCO-val", "val", "refer", REFCOCO),
@@ -125,6 +167,13 @@ _ENTRIES = [
     _grounding("refcocog", "lmms-lab/RefCOCOg", "RefCOCOg-test", "test", "refer", REFCOCO),
     _grounding("reasonseg", "Ricky06662/ReasonSeg_val", "ReasonSeg-val", "test", "mask", REASONSEG),
     _grounding("reasonseg-test", "Ricky06662/ReasonSeg_test", "ReasonSeg-test", "test", "mask", REASONSEG),
+    # VR-TTRL Table 11's training splits (the offline variant adapts on them; their manifest rows are
+    # split "train"). Neither has a Hub copy in these layouts (lmms-lab publishes RefCOCOg val / test
+    # only; ReasonSeg's 239 training images are LISA's release): config `data.sources.<name>.path`.
+    _grounding("refcocog-train", "local:refcocog-train", "RefCOCOg-train", "train", "refer", REFCOCO,
+               description="RefCOCOg (umd) train in lmms-lab's RefCOCOg columns; local copy needed"),
+    _grounding("reasonseg-train", "local:reasonseg-train", "ReasonSeg-train", "train", "mask", REASONSEG,
+               description="ReasonSeg train in Seg-Zero's ReasonSeg_val columns (image, text, mask); local copy needed"),
     _grounding("pixmo-count", "allenai/pixmo-count", "PixMo-Count-val", "validation", "count_points",
                {"image": "image", "query": "label", "count": "count", "points": "points"}, task="counting",
                description="images by URL: a local copy with an `image` column is needed offline"),

@@ -327,6 +327,60 @@ def read_count_points(row, f, classes):
     return {"query": row[f["query"]], "answer": int(row[f["count"]]), "points": points}
 
 
+_IMAGE_TAG = re.compile(r"<image\d*>")
+_ANSWER_TAGS = re.compile(r"^\s*<answer>(.*?)</answer>\s*$", re.DOTALL)
+_LETTERS_ANSWER = re.compile(r"^\(?([A-J])\)?\.?$|^[A-J](?:\s*,\s*[A-J])+$")
+
+
+def _math_gold(row, f, options: list[str]) -> str:
+    """The gold of a math row: the answer as written (free-form), or its option letter(s), sorted
+    and comma-joined when several are correct (LogicVista "A, C" -> "A,C")."""
+    value = row[f["answer"]]
+    answer = "" if value is None else str(value).strip()
+    if match := _ANSWER_TAGS.match(answer):  # R1-V's GeoQA: "<answer> 145° </answer>"
+        answer = match.group(1).strip()
+    if not answer:
+        raise ValueError(f"field 'answer' (column {f['answer']!r}) is empty")
+    if not options:
+        return answer
+    if _LETTERS_ANSWER.match(answer):
+        letters = sorted(set(re.findall(r"[A-J]", answer)))
+        if all(letter in OPTION_LETTERS[: len(options)] for letter in letters):
+            return ",".join(letters)
+    if f.get("answer_format") == "text" and answer in options:
+        return OPTION_LETTERS[options.index(answer)]
+    raise ValueError(f"field 'answer' (column {f['answer']!r}): {answer!r} is no option letter "
+                     f"(A-{OPTION_LETTERS[len(options) - 1]})" + (" nor one of the options" if f.get("answer_format") == "text" else ""))
+
+
+def _math_question(row, f) -> str:
+    question = row[f["question"]]
+    if not isinstance(question, str):
+        raise ValueError(f"field 'question' (column {f['question']!r}) is {type(question).__name__}, not text")
+    # ECHO's save_as_json.py drops "<image1>" tags; EasyR1's "<image>" is the image itself, which
+    # the chat template places before the text
+    return _IMAGE_TAG.sub("", question).strip()
+
+
+def read_math(row, f, classes):
+    """ECHO's sets with the options in a list column (MathVision `options`, MathVista `choices`) or
+    none (Geometry3k, GeoQA, free-form questions): the prompt lists the choices."""
+    options = [str(o) for o in (row[f["options"]] or [])] if "options" in f else []
+    return {"question": _math_question(row, f), "options": options, "answer": _math_gold(row, f, options),
+            "list_options": True}
+
+
+def read_math_options_in_text(row, f, classes):
+    """ECHO's sets whose question already lists the options (MathVerse `question_for_eval`,
+    LogicVista): "A. x" / "A: x" / "(A) x" lines; without them the question is free-form."""
+    question = _math_question(row, f)
+    lines = _OPTION_LINE.findall(question)
+    letters, options = [letter for letter, _ in lines], [text for _, text in lines]
+    if len(options) < 2 or letters != list(OPTION_LETTERS[: len(letters)]):
+        options = []
+    return {"question": question, "options": options, "answer": _math_gold(row, f, options), "list_options": False}
+
+
 def _rle(mask):
     from pycocotools import mask as mask_utils
 
@@ -375,6 +429,8 @@ ROW_READERS = {
     "count_question": read_count_question,
     "capture": read_capture,
     "count_points": read_count_points,
+    "math": read_math,
+    "math_options_in_text": read_math_options_in_text,
 }
 GEOMETRY_READERS = {"refer": read_refer, "mask": read_mask}  # these need the image size
 
@@ -424,8 +480,11 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
     fields = {**spec.fields, **source.get("fields", {})}
     data = open_source(spec, source)
     image_column = _column(spec, data, fields, "image")
-    for key, column in fields.items():  # every mapped column must exist: fail before any row
+    for key, column in list(fields.items()):  # every mapped column must exist: fail before any row
         if key in ("image", "id", "answer_format") or key.endswith("_alternatives"):
+            continue
+        if f"{key}_alternatives" in fields:  # the first of the column and its alternatives the source has
+            fields[key] = _column(spec, data, fields, key)
             continue
         for name in column[:1] if key == "keep" else column if isinstance(column, tuple) else (column,):
             _column(spec, data, {key: name}, key)
@@ -436,13 +495,15 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
     # relative image paths (CRPE, CAPTURe) resolve under the copy, or its `image_dir`
     base = Path(source["path"]) / source.get("image_dir", "") if source.get("path") else None
     raw_dir.mkdir(parents=True, exist_ok=True)
+    where = source.get("path") or f"{spec.source} (split {spec.split!r})"  # named in every row warning
     for index, row in enumerate(data):
         sample_id = f"{spec.name}-{index:06d}"
-        base_sample = {"id": sample_id, "split": "test", "source_id": str(row.get(fields.get("id", ""), index))}
+        base_sample = {"id": sample_id, "split": spec.manifest_split,
+                       "source_id": str(row.get(fields.get("id", ""), index))}
         try:
             blob = _image_bytes(row[image_column], base)
         except (ValueError, OSError) as err:
-            log.warning("%s row %d: %s", spec.name, index, err)
+            log.warning("%s: %s row %d (sample %s): %s", spec.name, where, index, sample_id, err)
             yield {**base_sample, "image_path": raw_dir / f"{sample_id}.missing", "skip": "no_image"}
             continue
         path = raw_dir / f"{sample_id}.img"
@@ -464,7 +525,7 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
                 else:
                     yield {**base_sample, "image_path": path, **read}
         except (ValueError, KeyError, TypeError, IndexError, OSError) as err:
-            log.warning("%s row %d: %s", spec.name, index, err)
+            log.warning("%s: %s row %d (sample %s): %s", spec.name, where, index, sample_id, err)
             yield {**base_sample, "image_path": path, "skip": "bad_row"}
 
 

@@ -1,4 +1,6 @@
-"""Greedy evaluation of one model on one prepared dataset: predictions.parquet + metrics.json."""
+"""Evaluation of one model on one prepared dataset: predictions.parquet + metrics.json. Greedy by
+default (TTRV, VR-TTRL Appendix A); k sampled completions per question where the paper scores
+pass@k at a validation temperature (ECHO, config evaluation.math)."""
 
 from __future__ import annotations
 
@@ -11,20 +13,30 @@ import pandas as pd
 from PIL import Image
 from tqdm import tqdm
 
-from ..generation.hf import generate_greedy
+from ..generation.hf import generate_greedy, generate_sampled
 
 log = logging.getLogger(__name__)
 
 
-def predictions_frame(raw: list[str], samples: pd.DataFrame, task, errors: list[str | None] | None = None) -> pd.DataFrame:
+def predictions_frame(raw: list, samples: pd.DataFrame, task, errors: list[str | None] | None = None) -> pd.DataFrame:
     """One row per sample: raw output, parse failure, the task's parsed / gold / score columns, and
-    `error` (why a sample got no output, e.g. an image that does not decode; None otherwise)."""
-    parsed = [task.parse(text, row) for text, row in zip(raw, samples.to_dict("records"))]
+    `error` (why a sample got no output, e.g. an image that does not decode; None otherwise).
+    Sampled evaluation: `raw[i]` is the list of sample i's completions (the task scores all of them,
+    `raw_outputs`; `raw_output` is the first, `parse_failure` when none parses)."""
+    rows = samples.to_dict("records")
+    sampled = bool(raw) and isinstance(raw[0], list)
+    if sampled:
+        parsed = [[task.parse(text, row) for text in texts] for texts, row in zip(raw, rows)]
+        first, failures = [texts[0] for texts in raw], [all(p is None for p in ps) for ps in parsed]
+    else:
+        parsed = [task.parse(text, row) for text, row in zip(raw, rows)]
+        first, failures = raw, [p is None for p in parsed]
     return pd.DataFrame(
         {
             "id": samples["id"].to_numpy(),
-            "raw_output": raw,
-            "parse_failure": [p is None for p in parsed],
+            "raw_output": first,
+            **({"raw_outputs": raw} if sampled else {}),
+            "parse_failure": failures,
             **task.prediction_columns(parsed, samples),
             "error": errors or [None] * len(raw),
         }
@@ -47,8 +59,9 @@ def decode_image(image_root: Path, sample: dict):
 
 
 def evaluate_model(model, processor, samples: pd.DataFrame, image_root: Path, task, max_new_tokens: int,
-                   batch_size: int, vllm_settings: dict | None = None) -> pd.DataFrame:
-    """Greedy predictions for `samples`; `model` is a loaded transformers model, or the path of
+                   batch_size: int, vllm_settings: dict | None = None, sampling: dict | None = None) -> pd.DataFrame:
+    """Greedy predictions for `samples`, or with `sampling` ({n, temperature, top_p, seed}) n
+    sampled completions each; `model` is a loaded transformers model, or the path of
     one as a string to run through vLLM (config `evaluation.backend`, engine `evaluation.vllm`).
 
     Images are decoded one batch at a time, so host memory is bounded whatever the test set's
@@ -58,10 +71,11 @@ def evaluate_model(model, processor, samples: pd.DataFrame, image_root: Path, ta
     if isinstance(model, str):  # one engine for every chunk
         from ..generation.vllm_offline import VllmGreedy
 
-        model = VllmGreedy(model, vllm_settings, max_new_tokens)
+        model = VllmGreedy(model, vllm_settings, max_new_tokens, sampling=sampling)
     raw: list[str] = []
     errors: list[str | None] = []
-    for start in tqdm(range(0, len(samples), chunk), desc="greedy eval", unit="batch"):
+    empty = "" if sampling is None else [""] * int(sampling["n"])  # a sample without output
+    for start in tqdm(range(0, len(samples), chunk), desc="sampled eval" if sampling else "greedy eval", unit="batch"):
         batch = samples.iloc[start : start + chunk].to_dict("records")
         decoded = [decode_image(image_root, sample) for sample in batch]
         ok = [i for i, (_, error) in enumerate(decoded) if error is None]
@@ -71,15 +85,18 @@ def evaluate_model(model, processor, samples: pd.DataFrame, image_root: Path, ta
         prompts = [batch[i]["prompt"] for i in ok]
         images = [decoded[i][0] for i in ok]
         systems = [batch[i].get("system") for i in ok] if "system" in samples else None
-        outputs = iter(_generate(model, processor, prompts, images, max_new_tokens, batch_size, systems) if ok else [])
-        raw.extend(next(outputs) if error is None else "" for _, error in decoded)
+        outputs = iter(_generate(model, processor, prompts, images, max_new_tokens, batch_size, systems, sampling)
+                       if ok else [])
+        raw.extend(next(outputs) if error is None else empty for _, error in decoded)
         errors.extend(error for _, error in decoded)
     return predictions_frame(raw, samples, task, errors)
 
 
-def _generate(model, processor, prompts, images, max_new_tokens, batch_size, systems) -> list[str]:
+def _generate(model, processor, prompts, images, max_new_tokens, batch_size, systems, sampling=None) -> list:
     if not hasattr(model, "generate"):  # the vLLM engine
         return model(processor, prompts, images, systems)
+    if sampling is not None:
+        return generate_sampled(model, processor, prompts, images, max_new_tokens, batch_size, sampling, systems)
     return generate_greedy(model, processor, prompts, images, max_new_tokens, batch_size, systems, progress=False)
 
 
@@ -105,7 +122,8 @@ def write_evaluation(predictions: pd.DataFrame, task, out_dir: Path, extra: dict
 
 
 def timed_evaluation(model, processor, samples, image_root, task, out_dir, extra, max_new_tokens, batch_size,
-                     vllm_settings: dict | None = None) -> dict:
+                     vllm_settings: dict | None = None, sampling: dict | None = None) -> dict:
     start = time.perf_counter()
-    predictions = evaluate_model(model, processor, samples, image_root, task, max_new_tokens, batch_size, vllm_settings)
+    predictions = evaluate_model(model, processor, samples, image_root, task, max_new_tokens, batch_size, vllm_settings,
+                                 sampling)
     return write_evaluation(predictions, task, out_dir, extra, time.perf_counter() - start)

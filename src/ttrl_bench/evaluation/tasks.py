@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -14,7 +13,8 @@ import pandas as pd
 from ..datasets.registry import get_dataset
 from ..rewards import grounding
 from .extraction import answer_region, extract_choice, extract_short_answer, short_answers_match, ttrv_choice
-from .metrics import giou_ciou_from_counts, mme_score, smape_score
+from .math_answers import answer_text, letters_of, normalize_math_answer, numbers_close
+from .metrics import giou_ciou_from_counts, mme_score, pass_at_k, smape_score
 
 
 class MCQTask:
@@ -200,71 +200,61 @@ class FreeformCountTask:
                 "exact_accuracy": 100 * predictions["correct"].mean()}
 
 
-def last_boxed(text: str) -> str | None:
-    """The content of the last \\boxed{...}, nested braces included ("\\boxed{\\frac{1}{2}}" -> "\\frac{1}{2}")."""
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    begin = end = start + len("\\boxed{")
-    depth = 1
-    while end < len(text) and depth:
-        depth += {"{": 1, "}": -1}.get(text[end], 0)
-        end += 1
-    return text[begin : end - 1] if depth == 0 else None
-
-
-_MATH_ANSWER_IS = re.compile(r"(?:answer is|Answer:)\s*(.+)")
-_MATH_NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
-_PLAIN_NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?")
-
-
-def normalise_math_answer(text) -> str | None:
-    """Whitespace collapsed, $ and a trailing period dropped, a plain number in canonical form
-    ("3.50" -> "3.5", "1,000" -> "1000", ".5" -> "0.5", "-0" -> "0"); None when nothing is left."""
-    if text is None:
-        return None
-    answer = " ".join(str(text).replace("$", "").split()).rstrip(".").strip()
-    if any(c.isdigit() for c in answer) and _PLAIN_NUMBER.fullmatch(answer):
-        answer = format(Decimal(answer.replace(",", "")), "f")
-        if "." in answer:
-            answer = answer.rstrip("0").rstrip(".")
-        answer = "0" if answer == "-0" else answer
-    return answer or None
-
-
 class MathTask:
-    """Free-form math answers (ECHO's benchmarks): the last \\boxed{...} content, else what follows
-    "answer is" / "Answer:", else the last number; normalised (`normalise_math_answer`) and compared
-    as strings with the normalised gold answer. A minimal kind for ECHO's presets; pass@k and richer
-    equivalence belong to ECHO's evaluation."""
+    """ECHO's math reasoning (papers/echo.txt Section 4, Tables 2 and 12): the answer is reasoned and
+    put in \\boxed{}; evaluation math_answers.py explains extraction and normal forms. A question
+    with options is answered by option letter(s) ("B", LogicVista's "A,C"), read from the boxed
+    answer or, as in `check_correctness`, from the text of one option; without options by the
+    normal form of the answer. Scored pass@k over the completions of each question (Chen et al.
+    2021, evaluation.metrics.pass_at_k): a greedy evaluation is pass@1 of one completion.
 
-    family = "math"
-    primary = "accuracy"
+    `family` "mcq": the answers are discrete values, so the majority-vote rewards apply (MM-UPT,
+    ECHO vote on them). `pass_k`: the k of the pass@k metrics (config evaluation.math.pass_k)."""
+
+    family = "mcq"
+    primary = "pass@1"
+
+    def __init__(self, pass_k: tuple[int, ...] = (1,)):
+        self.pass_k = tuple(sorted({1, *pass_k}))
 
     def parse(self, text: str, row: dict):
-        text = text or ""
-        answer = last_boxed(text)
-        if answer is None and (stated := _MATH_ANSWER_IS.findall(text)):
-            answer = stated[-1].splitlines()[0]
-        if answer is None and (numbers := _MATH_NUMBER.findall(text)):
-            answer = numbers[-1]
-        return normalise_math_answer(answer)
+        options = list(row.get("options") if row.get("options") is not None else [])
+        answer = answer_text(text)
+        if not options:
+            return normalize_math_answer(answer)
+        letters = letters_of(answer, options)
+        # "The answer is (C)" without a box, as extraction.extract_choice reads letters
+        return letters if letters is not None else extract_choice(text, options)
 
     def gold(self, row: dict):
-        return normalise_math_answer(row["answer"])
+        options = row.get("options")
+        return str(row["answer"]) if options is not None and len(options) else normalize_math_answer(row["answer"])
 
     def score(self, parsed, gold) -> float:
-        return float(parsed is not None and parsed == gold)
+        if parsed is None or gold is None:
+            return 0.0
+        return float(parsed == gold or numbers_close(parsed, gold))
 
     def format_rewards(self, texts: list[str], **format_params) -> list[float]:
         return [0.0] * len(texts)
 
     def prediction_columns(self, parsed: list, samples: pd.DataFrame) -> dict:
-        gold = [normalise_math_answer(g) for g in samples["answer"]]
-        return {"parsed": parsed, "gold": gold, "correct": [p is not None and p == g for p, g in zip(parsed, gold)]}
+        """`parsed[i]`: one parsed answer (greedy) or the list of a question's k sampled ones."""
+        golds = [self.gold(row) for row in samples.to_dict("records")]
+        each = [p if isinstance(p, list) else [p] for p in parsed]
+        right = [[self.score(p, g) == 1.0 for p in ps] for ps, g in zip(each, golds)]
+        return {"parsed": [ps[0] for ps in each], "parsed_samples": each, "gold": golds,
+                "n_samples": [len(ps) for ps in each], "n_correct": [sum(r) for r in right],
+                "correct": [r[0] for r in right]}
 
     def metrics(self, predictions: pd.DataFrame) -> dict[str, float]:
-        return {"accuracy": 100 * float(predictions["correct"].mean())}
+        """pass@k (%) for every k of `pass_k` up to the fewest completions of a question."""
+        n, c = predictions["n_samples"].astype(int), predictions["n_correct"].astype(int)
+        if max(self.pass_k) > n.min():
+            raise ValueError(f"pass@{max(self.pass_k)} needs at least {max(self.pass_k)} completions per question, "
+                             f"got {n.min()} (config evaluation.math.pass_k must not exceed evaluation.math.n_samples)")
+        return {f"pass@{k}": 100 * float(np.mean([pass_at_k(ni, ci, k) for ni, ci in zip(n, c)]))
+                for k in self.pass_k}
 
 
 TASKS = {
@@ -278,11 +268,14 @@ TASKS = {
 
 
 def task_for(dataset: str, sam2: str | None = None, image_root=None, empty_mask_iou: str = "zero",
-             choice_parser: str = "robust"):
+             choice_parser: str = "robust", pass_k: tuple[int, ...] = (1,)):
     """The task of a dataset; `sam2`: a SAM2 checkpoint for grounding masks, `empty_mask_iou`:
     how a sample with empty prediction and target counts in gIoU, `choice_parser`: how option
-    letters are read (evaluation only; config evaluation.grounding / evaluation.mcq)."""
+    letters are read, `pass_k`: the k of a math task's pass@k (evaluation only; config
+    evaluation.grounding / evaluation.mcq / evaluation.math)."""
     spec = get_dataset(dataset)
+    if spec.task == "math" and tuple(pass_k) != (1,):
+        return MathTask(tuple(pass_k))
     if dataset == "mme":
         return MMETask(choice_parser)
     if spec.task in ("recognition", "vqa") and choice_parser != "robust":

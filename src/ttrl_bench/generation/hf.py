@@ -36,6 +36,29 @@ def generate_greedy(model, processor, prompts: list[str], images: list, max_new_
 
 
 @torch.inference_mode()
+def generate_sampled(model, processor, prompts: list[str], images: list, max_new_tokens: int, batch_size: int,
+                     sampling: dict, systems: list[str | None] | None = None) -> list[list[str]]:
+    """`sampling["n"]` completions per prompt at `temperature` / `top_p` (ECHO's pass@k evaluation,
+    config evaluation.math), seeded by `sampling["seed"]`; one list of texts per prompt."""
+    systems = systems or [None] * len(prompts)
+    n = int(sampling["n"])
+    torch.manual_seed(int(sampling.get("seed", 0)))
+    outputs: list[list[str]] = []
+    for start in range(0, len(prompts), batch_size):
+        texts = [chat_prompt(processor, p, s) for p, s in zip(prompts[start : start + batch_size], systems[start : start + batch_size])]
+        batch = processor(
+            text=texts, images=images[start : start + batch_size], return_tensors="pt", padding=True
+        ).to(model.device)
+        # top_k=0: no top-k cut (vLLM's default, and the checkpoint's generation config may set one)
+        generated = model.generate(**batch, do_sample=True, temperature=float(sampling["temperature"]),
+                                   top_p=float(sampling.get("top_p", 1.0)), top_k=0, num_return_sequences=n,
+                                   max_new_tokens=max_new_tokens)
+        decoded = processor.batch_decode(generated[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
+        outputs.extend(decoded[i : i + n] for i in range(0, len(decoded), n))  # grouped by prompt
+    return outputs
+
+
+@torch.inference_mode()
 def generate_samples(model, processor, prompt: str, image, n: int, temperature: float, max_new_tokens: int,
                      system: str | None = None) -> list[str]:
     """`n` sampled completions of one prompt (the rollouts of the vote-only baseline)."""

@@ -4,11 +4,13 @@ Adaptation and rewards never test a family's name. What they need from a model i
 - the vision tower to freeze: transformers' own `get_encoder(modality="image")` lookup;
 - the placeholder tokens a rollout must never contain (image / video context tokens: a sampled one
   makes the training forward count one image token too many, gpu-probe.md), read from the config;
+- the teacher-forced forward of a prompt, its image and a completion (`completion_logits`): the
+  processor builds every input its model needs, so losses and entropies never name a family;
 - for the offline tiny models: each family's special tokens, chat template, config and processor
   (`FAMILIES`, used by `tiny.py`). Real checkpoints bring their own processor and template.
 
-Families of the paper configs: Qwen2.5-VL (VR-TTRL, VisionReasoner, ECHO) and InternVL in
-transformers' native "-hf" format (TTRV: InternVL3-2B/8B, InternVL2.5-4B after conversion).
+Families of the paper configs: Qwen2.5-VL (VR-TTRL, VisionReasoner, ECHO), Qwen3-VL (ECHO Table 2)
+and InternVL in transformers' native "-hf" format (TTRV: InternVL3-2B/8B, InternVL2.5-4B after conversion).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import torch
 from transformers import (
     GotOcr2ImageProcessor,
     InternVLConfig,
@@ -27,7 +30,13 @@ from transformers import (
     Qwen2_5_VLProcessor,
     Qwen2VLImageProcessor,
     Qwen2VLVideoProcessor,
+    Qwen3VLConfig,
+    Qwen3VLForConditionalGeneration,
+    Qwen3VLProcessor,
 )
+from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor
+
+from ..generation.hf import chat_prompt
 
 # Config fields that name a token standing in for image or video features.
 PLACEHOLDER_FIELDS = ("image_token_id", "video_token_id", "image_token_index", "video_token_index")
@@ -63,6 +72,42 @@ def image_span_token_ids(processor) -> tuple[int, int] | None:
     template instead, so its processor adds none)."""
     span = (getattr(processor, "start_image_token_id", None), getattr(processor, "end_image_token_id", None))
     return span if all(isinstance(i, int) for i in span) else None
+
+
+def _per_token_field(value, input_ids: torch.Tensor) -> bool:
+    """An integer (batch, prompt length) tensor: a mask or token-type ids, one entry per token."""
+    return (isinstance(value, torch.Tensor) and not value.is_floating_point()
+            and tuple(value.shape) == tuple(input_ids.shape))
+
+
+def completion_logits(model, processor, prompt_text: str, images: list, completions: list[list[int]],
+                      system: str | None = None) -> torch.Tensor:
+    """Logits (rows, longest completion, vocab) predicting each token of `completions[i]` after the
+    chat prompt with `images[i]`: row i, position t scores token t of completion i (padding past
+    its end). The processor builds every input its model needs (Qwen2.5-VL's `image_grid_thw` and
+    `mm_token_type_ids`, InternVL's tile-indexed `pixel_values`, ...) for the rows' prompts; per-token
+    fields are extended over the completion as TRL's GRPOTrainer does. bf16 autocast on GPU (the
+    trainable weights stay fp32); gradients flow unless the caller disables them."""
+    text = chat_prompt(processor, prompt_text, system)
+    pad = processor.tokenizer.pad_token_id
+    m, longest = len(completions), max(1, max(map(len, completions)))
+    inputs = processor(text=[text] * m, images=list(images), return_tensors="pt")  # same-size images: one length
+    prompt_ids = inputs.pop("input_ids")
+    completion = torch.full((m, longest), pad, dtype=torch.long)
+    completion_mask = torch.zeros_like(completion)
+    for i, ids in enumerate(completions):
+        completion[i, : len(ids)] = torch.as_tensor(ids, dtype=torch.long)
+        completion_mask[i, : len(ids)] = 1
+    fields = {}
+    for key, value in inputs.items():
+        if _per_token_field(value, prompt_ids):  # attention mask, token type ids: cover the completion too
+            tail = completion_mask if key == "attention_mask" else torch.zeros_like(completion)
+            value = torch.cat([value, tail.to(value.dtype)], dim=1)
+        fields[key] = value.to(model.device)
+    input_ids = torch.cat([prompt_ids, completion], dim=1).to(model.device)
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=model.device.type == "cuda"):
+        # logits at positions P-1 .. P+L-2 predict the L completion tokens
+        return model(input_ids=input_ids, **fields, logits_to_keep=longest + 1).logits[:, :-1]
 
 
 def parameter_count(model) -> int:
@@ -144,6 +189,40 @@ def _qwen_processor(tokenizer, template, tile_px, real_size=False):
                                tokenizer=tokenizer, chat_template=template)
 
 
+def _qwen3_config(ids, vocab_size, hidden, layers, tile_px, sizes=None):
+    """Qwen3-VL: a Qwen3 text model with interleaved mrope, a vision tower of 16 px patches whose
+    `deepstack_visual_indexes` layers also feed the language model."""
+    sizes = sizes or {}
+    text = sizes.get("text", {})
+    heads = text.get("num_attention_heads", 4)
+    head_dim = text.get("head_dim", text.get("hidden_size", hidden) // heads)
+    half = head_dim // 2
+    rope = {"rope_type": "default", "rope_theta": 10000.0, "mrope_interleaved": True,
+            "mrope_section": [half - 2 * (half // 3), half // 3, half // 3]}
+    return Qwen3VLConfig(
+        text_config={**_text_config(ids, vocab_size, hidden, layers, head_dim=head_dim, rope_parameters=rope), **text},
+        vision_config={
+            "depth": 2, "hidden_size": hidden, "intermediate_size": 2 * hidden, "num_heads": 4,
+            "out_hidden_size": hidden, "patch_size": 16, "spatial_merge_size": 2, "num_position_embeddings": 64,
+            "deepstack_visual_indexes": [0], **sizes.get("vision", {}),
+        },
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=sizes.get("tie_word_embeddings", True),
+    )
+
+
+def _qwen3_processor(tokenizer, template, tile_px, real_size=False):
+    # 16 px patches merged 2x2: the 56 px digits become 64 px (4 tokens), the 112 px scenes 128 px (16)
+    size = None if real_size else {"shortest_edge": 64 * 64, "longest_edge": 128 * 128}
+    kwargs = {"size": size} if size else {}
+    return Qwen3VLProcessor(image_processor=Qwen2VLImageProcessor(patch_size=16, merge_size=2, **kwargs),
+                            video_processor=Qwen3VLVideoProcessor(**kwargs), tokenizer=tokenizer,
+                            chat_template=template)
+
+
 def _internvl_config(ids, vocab_size, hidden, layers, tile_px, sizes=None):
     # InternViT on tiles of `tile_px` (448 in the real models), patch 14, pixel shuffle 0.5:
     # (tile_px / 14 / 2)^2 image tokens per tile (256 for 448 px).
@@ -180,6 +259,15 @@ FAMILIES: dict[str, Family] = {
         model_class=Qwen2_5_VLForConditionalGeneration,
         config=_qwen_config,
         processor=_qwen_processor,
+    ),
+    # Qwen3-VL: the same tokens and template part as Qwen2.5-VL, 16 px patches (ECHO Table 2's Qwen3-VL-8B).
+    "qwen3_vl": Family(
+        special_tokens=CHATML + ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"),
+        named_tokens={},
+        image_part="<|vision_start|><|image_pad|><|vision_end|>",
+        model_class=Qwen3VLForConditionalGeneration,
+        config=_qwen3_config,
+        processor=_qwen3_processor,
     ),
     # InternVL (-hf): the template emits "<IMG_CONTEXT>\n"; the processor expands it to
     # <img> + image_seq_length x tiles <IMG_CONTEXT> + </img>, reading the tokens' names from the tokenizer.

@@ -9,20 +9,7 @@ import torch
 from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
 
 from ..runs.processes import process_state
-
-
-def resolve_model_source(source: str, key: str = "models.<name>.source") -> str:
-    """A local directory is used as is; anything else must be a Hub id ("org/name"), which needs
-    the network or a populated HF cache. Fail early, naming the key, rather than deep inside
-    transformers."""
-    if Path(source).exists():
-        return str(source)
-    if source.count("/") != 1 or source.startswith((".", "/", "~")):
-        raise FileNotFoundError(
-            f"model {source!r}: no such local directory, and not a Hub id (org/name); "
-            f"check the config key {key}"
-        )
-    return source
+from .source import resolve_model_source
 
 
 def checkpoint_dtype(source: str) -> torch.dtype:

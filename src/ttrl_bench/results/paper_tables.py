@@ -26,7 +26,8 @@ PAPER_TABLES = [
 # The papers' metric -> ours; the first one a run has wins (a real SAM2 mask gIoU, once we have it,
 # before our box-mask stand-in). seconds_per_sample is the per-sample adaptation time of VR-TTRL.
 METRICS = {
-    "top1_acc": ["accuracy"], "acc": ["accuracy"], "pass@1": ["accuracy"],  # greedy: pass@1 = accuracy
+    "top1_acc": ["accuracy"], "acc": ["accuracy"],
+    "pass@1": ["pass@1", "accuracy"],  # sampled pass@1 (ECHO, evaluation.math), else greedy accuracy
     "acc_mean": ["accuracy"], "acc_std": ["accuracy"],  # TTRV Table 11: over seeds
     "giou": ["giou", "box_giou"], "ciou": ["ciou", "box_ciou"], "count_acc": ["count_accuracy"],
     "seconds_per_image": ["seconds_per_sample"],
@@ -41,15 +42,22 @@ class Table:
     """How one published table reads our runs.
 
     `methods`: a paper method -> our method, or (our method, n_adapt, sampling) for a protocol
-    other than the main grid's (None: the main grid's); unlisted methods are ours by the same name
+    other than the main grid's (None: the main grid's), or (our method, n_adapt, sampling, train)
+    for a method adapted on another dataset than the column's (`train`: its paper name, ECHO's
+    "echo@Geometry3k" = ECHO trained on Geometry3k); unlisted methods are ours by the same name
     (methods we never implemented simply have no runs: "not run"). Zero-shot rows are always the
     main protocol's. `cross`: datasets are "Train->Target" (adapt on Train, evaluate on Target).
-    `source`: "runs", or "prep_stats" / "benchmarks" for the two tables that are not scores."""
+    `source`: "runs", or "prep_stats" / "benchmarks" for the two tables that are not scores.
+    `datasets`: a paper dataset name of this table -> the name our runs carry (a table that names
+    a split differently from the paper's other tables). `trained_elsewhere`: our methods whose runs
+    adapt on another dataset (a training split) and count under the dataset they are evaluated on."""
 
     title: str
     methods: dict = field(default_factory=dict)
     cross: bool = False
     source: str = "runs"
+    datasets: dict = field(default_factory=dict)
+    trained_elsewhere: tuple = ()
 
 
 TABLES = {
@@ -75,10 +83,24 @@ TABLES = {
                           {"vr-ttrl-0-updates": "zero-shot", "vr-ttrl-5-updates": "vr-ttrl"}),
     ("vr-ttrl", 7): Table("VR-TTRL Table 7: number of rollouts (8 = the default)", {"vr-ttrl-8-rollouts": "vr-ttrl"}),
     ("vr-ttrl", 9): Table("VR-TTRL Table 9: consensus thresholds"),
-    ("vr-ttrl", 10): Table("VR-TTRL Table 10: other test-time methods (TENT, MEMO, SFT on pseudo-labels: not implemented)"),
-    ("vr-ttrl", 11): Table("VR-TTRL Table 11: offline training on the train split (not implemented) vs VR-TTRL"),
-    ("echo", 2): Table("ECHO Table 2: math reasoning pass@1 (%) (MM-UPT and ECHO: not implemented)"),
-    ("echo", 12): Table("ECHO Table 12: supervised GRPO vs ECHO (not implemented)"),
+    # Tables 10-11's "RefCOCOg testA" holds Table 2's RefCOCOg-test numbers (50.46, 56.38; RefCOCOg
+    # has no testA): our refcocog runs. The methods carry our names (Appendix C.1's four baselines).
+    ("vr-ttrl", 10): Table("VR-TTRL Table 10: single-sample baselines (Tent, MEMO, SFT on greedy / majority "
+                           "pseudo-labels) vs VR-TTRL", datasets={"RefCOCOg-testA": "RefCOCOg-test"}),
+    # "Offline (train-only)": trained on the training split once (config/vr-ttrl.yaml table11_offline,
+    # 200 samples), evaluated on the split VR-TTRL adapts on.
+    ("vr-ttrl", 11): Table("VR-TTRL Table 11: offline training on the train split vs VR-TTRL",
+                           {"offline-train-split": ("offline-train-split", "200", None)},
+                           datasets={"RefCOCOg-testA": "RefCOCOg-test"}, trained_elsewhere=("offline-train-split",)),
+    # ECHO: methods adapted on a training set (method@set), evaluated on the four targets
+    ("echo", 2): Table("ECHO Table 2: multimodal math reasoning, pass@1 (%) of MM-UPT and ECHO trained on "
+                       "Geometry3k or GeoQA",
+                       {f"{m}@{train}": (m, None, None, train) for m in ("mm-upt", "echo")
+                        for train in ("Geometry3k", "GeoQA")}),
+    # the paper names no training set; its ECHO row is Table 2's ECHO@Geometry3k (config/echo.yaml)
+    ("echo", 12): Table("ECHO Table 12: supervised GRPO vs ECHO, both trained on Geometry3k, pass@1 (%)",
+                        {"echo": ("echo", None, None, "Geometry3k"),
+                         "supervised-grpo": ("supervised-grpo", None, None, "Geometry3k")}),
 }
 
 _RUN_KEYS = ["run_id", "model", "method", "train_dataset", "target_dataset", "n_adapt", "sampling", "seed"]
@@ -106,7 +128,7 @@ def _score_cells(key, spec: Table, cells: pd.DataFrame, long: pd.DataFrame, main
     out = []
     for paper_method in cells["method"].unique():
         ours = spec.methods.get(paper_method, paper_method)
-        method, n_adapt, sampling = (ours, None, None) if isinstance(ours, str) else ours
+        method, n_adapt, sampling, *train = (ours, None, None) if isinstance(ours, str) else ours
         protocol = main if method == "zero-shot" else (n_adapt or main[0], sampling or main[1])
         rows = long[(long["method"] == method) & (long["n_adapt"] == protocol[0]) & (long["sampling"] == protocol[1])]
         if method == "zero-shot" and spec.cross:
@@ -116,8 +138,12 @@ def _score_cells(key, spec: Table, cells: pd.DataFrame, long: pd.DataFrame, main
             rows = rows.merge(pairs, on="target")
         elif spec.cross:
             rows = rows[rows["train"] != rows["target"]].assign(dataset=lambda f: f["train"] + "->" + f["target"])
+        elif train and method != "zero-shot":  # adapted on that training set, scored on each target
+            rows = rows[rows["train"] == train[0]].assign(dataset=lambda f: f["target"])
         else:
-            rows = rows[(method == "zero-shot") | (rows["train"] == rows["target"])].assign(dataset=lambda f: f["target"])
+            anywhere = method == "zero-shot" or method in spec.trained_elsewhere
+            rows = rows[anywhere | (rows["train"] == rows["target"])].assign(dataset=lambda f: f["target"])
+        rows = rows.assign(dataset=rows["dataset"].replace({name: paper for paper, name in spec.datasets.items()}))
         for metric in cells.loc[cells["method"] == paper_method, "metric"].unique():
             candidates = METRICS.get(metric, [])
             found = rows[rows["our_metric"].isin(candidates)]

@@ -100,6 +100,13 @@ def parse_objects(text: str | None) -> list | None:
     return data if isinstance(data, list) else None
 
 
+def answer_span(text: str | None) -> tuple[int, int] | None:
+    """Character span of what the first <answer></answer> holds (the authors' regex, as
+    `parse_objects` reads it), or None without one."""
+    match = _ANSWER.search(text or "")
+    return match.span(1) if match else None
+
+
 def valid_object(item) -> bool:
     """A dict with a 4-number bbox_2d and a 2-number point_2d (finite, not booleans)."""
     return isinstance(item, dict) and _numbers(item.get("bbox_2d"), 4) and _numbers(item.get("point_2d"), 2)

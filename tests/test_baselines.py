@@ -1,0 +1,181 @@
+"""VR-TTRL Appendix C baselines (Tent, MEMO, SFT on greedy / consensus pseudo-labels) and Table 11's
+offline variant: the losses by hand, and one sample of each on the tiny model of every family."""
+
+import math
+
+import pytest
+import torch
+
+from ttrl_bench.adaptation import losses
+from ttrl_bench.adaptation.baselines import adapt_baseline, augmented_copies, objective_loss, pseudo_answer
+from ttrl_bench.adaptation.grpo import adapt
+from ttrl_bench.adaptation.per_sample import adapt_each_sample
+from ttrl_bench.adaptation.presets import PRESETS, is_per_sample, resolve_method
+from ttrl_bench.datasets.prepare import load_manifest
+from ttrl_bench.models.families import FAMILIES  # every family the configs use: each runs every method
+from ttrl_bench.models.loading import load_model
+
+BASELINES = [m for m, p in PRESETS.items() if p and "objective" in p]
+# CPU-sized: 2 steps at a large lr, short pseudo-answers, 2 augmentations, 4 rollouts
+SMALL = {"epochs": 2, "learning_rate": 1e-3, "max_completion_length": 24}
+SMALL_EXTRA = {"memo": {"augmentations": 2}, "sft-majority-pseudo-label": {"num_generations": 4}}
+
+
+def _log(p):
+    return math.log(p)
+
+
+def test_the_four_baselines_and_the_offline_variant_are_presets():
+    assert BASELINES == ["tent", "memo", "sft-greedy-pseudo-label", "sft-majority-pseudo-label"]
+    assert all(is_per_sample(m) for m in BASELINES)
+    assert not is_per_sample("offline-train-split")
+    # Appendix C.1: the same trainable subset as VR-TTRL (vision encoder frozen); K = 5 steps and
+    # the optimizer settings are VR-TTRL's (Appendix A: lr 5e-7, weight decay 1e-2, clip 1.0)
+    for method in BASELINES:
+        hp = resolve_method(method)["hyperparameters"]
+        assert (hp["freeze_vision"], hp["trainable"], hp["epochs"]) == (True, "language", 5)
+        assert (hp["learning_rate"], hp["weight_decay"], hp["max_grad_norm"]) == (5e-7, 1e-2, 1.0)
+    majority = resolve_method("sft-majority-pseudo-label")
+    assert (majority["hyperparameters"]["num_generations"], majority["hyperparameters"]["temperature"]) == (8, 0.6)
+    assert majority["reward_params"]["thresholds"] == "base"
+    offline = resolve_method("offline-train-split")
+    assert offline["reward"] == "vr_ttrl_consensus" and offline["hyperparameters"]["kl_beta"] == 1e-2
+
+
+def test_tent_loss_sums_the_answer_tokens_entropies():
+    # Vocabulary of 3. Position 0: logits 0, 0, 0 -> uniform, H = ln 3 = 1.098612 nats.
+    # Position 1: p = (1/2, 1/4, 1/4), H = 1/2 ln 2 + 2 * 1/4 ln 4 = 0.346574 + 0.693147 = 1.039721.
+    # Position 2: p = (0.98, 0.01, 0.01), H = 0.98 * 0.020203 + 2 * 0.01 * 4.605170 = 0.019799 + 0.092103
+    #   = 0.111902, outside the answer (mask 0): not counted.
+    # Sum over the answer: 1.098612 + 1.039721 = 2.138333.
+    logits = torch.tensor([[0.0, 0.0, 0.0], [_log(0.5), _log(0.25), _log(0.25)], [_log(0.98), _log(0.01), _log(0.01)]])
+    assert losses.tent_loss(logits, torch.tensor([1.0, 1.0, 0.0])).item() == pytest.approx(2.138333, abs=1e-6)
+    assert losses.token_entropy(logits)[2].item() == pytest.approx(0.111902, abs=1e-6)
+
+
+def test_memo_loss_over_two_augmentations_by_hand():
+    # Vocabulary of 2, one answer token. Augmentation 1: p1 = (0.8, 0.2); augmentation 2: p2 = (0.2, 0.8).
+    # p_bar = (0.5, 0.5).
+    # KL(p1 || p_bar) = 0.8 ln(0.8 / 0.5) + 0.2 ln(0.2 / 0.5) = 0.8 * 0.470004 + 0.2 * (-0.916291)
+    #                 = 0.376003 - 0.183258 = 0.192745; KL(p2 || p_bar) the same by symmetry.
+    # VR-TTRL C.1: (1/2)(0.192745 + 0.192745) = 0.192745.
+    # MEMO's marginal entropy: H(p_bar) = ln 2 = 0.693147
+    # (check: H(p_bar) - mean H(p_k) = 0.693147 - 0.500402 = 0.192745).
+    # A second position, masked out, where the copies disagree completely, adds nothing.
+    logits = torch.tensor([[[_log(0.8), _log(0.2)], [10.0, -10.0]],
+                           [[_log(0.2), _log(0.8)], [-10.0, 10.0]]])
+    mask = torch.tensor([1.0, 0.0])
+    assert losses.memo_loss(logits, mask).item() == pytest.approx(0.192745, abs=1e-6)
+    assert losses.memo_loss(logits, mask, "marginal_entropy").item() == pytest.approx(0.693147, abs=1e-6)
+    # identical copies agree with their mean: no inconsistency
+    same = torch.tensor([[[_log(0.8), _log(0.2)]], [[_log(0.8), _log(0.2)]]])
+    assert losses.memo_loss(same, torch.tensor([1.0])).item() == pytest.approx(0.0, abs=1e-7)
+    with pytest.raises(ValueError, match="memo form"):
+        losses.memo_loss(logits, mask, "augmix")
+
+
+def test_sft_loss_counts_only_the_pseudo_label_tokens():
+    # Vocabulary of 2; positions 0-1 are the prompt (mask 0), 2-3 the pseudo-label (mask 1).
+    # Targets 0, 1, 0, 1. Prompt: p(target) = 0.2 and 0.5 (would add 1.609438 + 0.693147).
+    # Label: p(0) = 0.8 -> -ln 0.8 = 0.223144; p(1) = 0.5 -> -ln 0.5 = 0.693147.
+    # Loss = 0.223144 + 0.693147 = 0.916291 (= -ln 0.4).
+    logits = torch.tensor([[_log(0.2), _log(0.8)], [_log(0.5), _log(0.5)], [_log(0.8), _log(0.2)], [0.0, 0.0]])
+    targets = torch.tensor([0, 1, 0, 1])
+    assert losses.sft_loss(logits, targets, torch.tensor([0.0, 0.0, 1.0, 1.0])).item() == pytest.approx(0.916291, abs=1e-6)
+    assert losses.sft_loss(logits, targets, torch.ones(4)).item() == pytest.approx(0.916291 + 1.609438 + 0.693147, abs=1e-5)
+
+
+def test_answer_tokens_are_those_inside_the_answer_tags():
+    text = "<think>a cat</think><answer>[1]</answer>"
+    # hand-made token spans: "<think>" "a cat" "</think>" "<answer>" "[1" "]</" "answer>"
+    offsets = [(0, 7), (7, 12), (12, 20), (20, 28), (28, 30), (30, 33), (33, 40)]
+    # the JSON "[1]" is characters 28-31: "[1" and "]</" (which straddles the closing tag) count
+    assert losses.answer_token_mask(text, offsets) == [0, 0, 0, 0, 1, 1, 0]
+    # the end of turn (an empty span at the end) is not part of the answer
+    assert losses.answer_token_mask(text, offsets + [(40, 40)])[-1] == 0
+    # no answer: everything the model said is the answer, its end of turn included
+    assert losses.answer_token_mask("a cat", [(0, 1), (1, 5), (5, 5)]) == [1, 1, 1]
+
+
+def test_augmentations_are_seeded_and_keep_the_image_size():
+    from PIL import Image
+
+    image = Image.new("RGB", (40, 30), (200, 30, 30))
+    image.paste((10, 200, 10), (0, 0, 20, 30))
+    first, again, other = (augmented_copies(image, 3, seed) for seed in (0, 0, 1))
+    assert all(c.size == (40, 30) for c in first)
+    assert [c.tobytes() for c in first] == [c.tobytes() for c in again]
+    assert [c.tobytes() for c in first] != [c.tobytes() for c in other]
+    assert len({c.tobytes() for c in first}) == 3  # K different copies
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_sft_loss_through_the_model_is_the_pseudo_labels_nll_alone(family, tiny_model_dirs, scene_data):
+    """The baseline's loss against a plain forward of prompt + pseudo-label: the prompt's tokens
+    never count."""
+    from PIL import Image
+    from ttrl_bench.generation.hf import chat_prompt
+
+    model, processor = load_model(str(tiny_model_dirs[family]), dtype="fp32")
+    row = load_manifest(scene_data, "test").iloc[0].to_dict()
+    image = Image.open(scene_data / row["image"]).convert("RGB")
+    method = resolve_method("sft-greedy-pseudo-label", SMALL)
+    answer = pseudo_answer(model, processor, row, image, method, seed=0, max_new_tokens=24)
+    assert answer.ids[-1] == model.generation_config.eos_token_id or answer.ids[-1] in model.generation_config.eos_token_id
+    inputs = processor(text=[chat_prompt(processor, row["prompt"], row["system"])], images=[image], return_tensors="pt")
+    p = inputs["input_ids"].shape[1]
+    full = torch.cat([inputs.pop("input_ids"), torch.tensor([answer.ids])], dim=1)
+    n = len(answer.ids)
+    inputs = {k: torch.cat([v, torch.ones(1, n, dtype=v.dtype) if k == "attention_mask" else
+                            torch.zeros(1, n, dtype=v.dtype)], 1) if v.shape[:2] == (1, p) and
+              not v.is_floating_point() else v for k, v in inputs.items()}
+    with torch.no_grad():
+        logp = model(input_ids=full, **inputs).logits[0].float().log_softmax(-1)
+        expected = -sum(float(logp[p - 1 + t, token]) for t, token in enumerate(answer.ids))
+        got = objective_loss(model, processor, row, answer, method).item()
+    assert got == pytest.approx(expected, rel=1e-4)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("method", BASELINES)
+def test_each_baseline_changes_the_weights_and_restores_them_after_the_sample(method, family, scene_data,
+                                                                              tiny_model_dirs, tmp_path):
+    model, processor = load_model(str(tiny_model_dirs[family]), dtype="fp32")
+    base = {n: p.detach().clone() for n, p in model.state_dict().items()}
+    samples = load_manifest(scene_data, "test").head(1)
+    spec = resolve_method(method, {**SMALL, **SMALL_EXTRA.get(method, {})})
+    outputs, log, seconds = adapt_each_sample(model, processor, samples, scene_data, spec, tmp_path, seed=0,
+                                              max_new_tokens=24)
+    assert len(outputs) == len(seconds) == 1 and isinstance(outputs[0], str)
+    assert log["step"].tolist() == [0, 1] and log["sample_updates"].tolist() == [2, 2]  # K = 2 steps
+    assert (log["weights_changed"] > 0).all()  # the steps moved the weights during the sample
+    assert log["loss"].notna().all() and (log["loss"] >= 0).all()
+    assert all(model.state_dict()[n].equal(p) for n, p in base.items())  # and the sample left none behind
+
+
+def test_tent_norm_option_updates_only_normalisation_layers(tiny_model_dirs, scene_data, tmp_path):
+    model, processor = load_model(str(tiny_model_dirs["qwen2_5_vl"]), dtype="fp32")
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    spec = resolve_method("tent", {**SMALL, "trainable": "norm"})
+    log = adapt_baseline(model, processor, load_manifest(scene_data, "test").head(1), scene_data, spec, tmp_path, seed=0)
+    changed = {n for n, p in model.named_parameters() if not p.detach().equal(before[n])}
+    assert log.attrs["optimizer_steps"] == 2 and changed
+    assert all("norm" in n and "visual" not in n for n in changed), sorted(changed)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_offline_variant_trains_one_step_on_the_training_split(family, scene_data, tiny_model_dirs, tmp_path):
+    from ttrl_bench.cli import _adaptation_samples
+    from ttrl_bench.datasets.registry import get_dataset
+    from ttrl_bench.evaluation.tasks import GroundingTask
+
+    model, processor = load_model(str(tiny_model_dirs[family]), dtype="fp32")
+    spec = resolve_method("offline-train-split", {"num_generations": 4, "max_completion_length": 24, "epochs": 1,
+                                                  "learning_rate": 1e-3, "micro_batch_size": 2})
+    # a registry training set (reasonseg-train) names the split its samples are drawn from
+    samples = _adaptation_samples(scene_data, 1, 0, "random", get_dataset("reasonseg-train").manifest_split)
+    train_ids = set(load_manifest(scene_data, "train")["id"])
+    assert set(samples["id"]) <= train_ids and not set(samples["id"]) & set(load_manifest(scene_data, "test")["id"])
+    log = adapt(model, processor, samples, scene_data, spec, tmp_path, seed=0, task=GroundingTask())
+    assert log.attrs["optimizer_steps"] == 1 and list(log["step"]) == [0]
+    assert log["reward_mean"].notna().all()
