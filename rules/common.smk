@@ -91,7 +91,7 @@ TASK = {d: task_for(d).family for d in DATASETS}
 # the math task (ECHO), which votes like MCQ but is scored by sampled pass@k
 SECTION = {d: "math" if REGISTRY[d].task == "math" else TASK[d] for d in DATASETS}
 
-if any("build" in m for m in MODELS.values()) and set(DATASETS) - set(DEMO_DATASETS):
+if any("build" in m for m in MODELS.values()) and any(not REGISTRY[d].source.startswith("bundled:") for d in DATASETS):
     raise ValueError(
         "config: the built demo model is configured together with paper datasets. A --configfile is "
         "merged into config/config.yaml; add --replace-workflow-config to use the paper config alone."

@@ -502,7 +502,7 @@ def test_countbench_query_is_the_counted_noun(tmp_path):
 COVERED = set(WDS_ENTRIES) | set(REFCOCO_ENTRIES) | {
     "food101", "imagenet", "mme", "seed-bench", "ai2d", "crpe", "mathvista", "mathverse", "realworldqa",
     "logicvista", "mathvision", "capture", "reasonseg", "reasonseg-test", "reasonseg-train", "pixmo-count", "pixmo-count-test",
-    "countbench", "demo-digits", "demo-digit-scenes",
+    "countbench", "demo-digits", "demo-digit-scenes", "demo-digit-scenes-train",
     "geometry3k", "geoqa", "mathvision-math", "mathverse-math", "mathvista-math", "logicvista-math"}
 
 

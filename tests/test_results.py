@@ -35,6 +35,17 @@ def test_method_table_has_base_method_and_delta_rows(runs):
     assert table.loc["Δ TTRV"].tolist() == [15.0, -1.0, 7.0]
 
 
+def test_runs_adapted_on_a_training_set_get_a_row_named_after_it(runs):
+    # ECHO trains on Geometry3k and is scored on other sets; VR-TTRL Table 11 on a training split
+    runs = pd.concat([runs, pd.DataFrame([_run("m", "echo", "geo-train", "dtd", 44.0),
+                                          _run("m", "echo", "geo-train", "food", 70.0)])])
+    table = method_table(runs, frozenset({"geo-train"}))
+    assert list(table.index) == ["m", "w/ echo@geo-train", "Δ echo@geo-train", "w/ TTRV", "Δ TTRV"]
+    # (44 + 70) / 2 = 57; deltas 44 - 40 = 4, 70 - 60 = 10, mean 7
+    assert table.loc["w/ echo@geo-train"].tolist() == [44.0, 70.0, 57.0]
+    assert table.loc["Δ echo@geo-train"].tolist() == [4.0, 10.0, 7.0]
+
+
 # The published comparison of every table: tests/test_paper_tables.py.
 
 

@@ -20,6 +20,8 @@ methods: [zero-shot, ttrl-majority, ttrv]
 adaptation:
   hyperparameters:
     mcq: {num_generations: 4, max_completion_length: 6, learning_rate: 3.0e-5, epochs: 1}
+evaluation: {mcq: {samples: 64}}
+demo_model: {warm_start_steps: 20}   # any model will do: resuming is what is tested
 """
 
 

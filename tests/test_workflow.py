@@ -148,10 +148,46 @@ def test_rerun_has_nothing_to_do_and_report_builds(demo_run):
 
 
 @pytest.mark.workflow
+def test_every_other_method_runs_end_to_end_on_the_cpu(demo_run, tmp_path):
+    """config/cpu-methods.yaml (issue 17) after the demo, reusing its model: ECHO, MM-UPT,
+    supervised GRPO, T3RL, VR-TTRL's Appendix C baselines and Table 11's offline variant each run
+    once, and each has its row in the rendered layout tables."""
+    demo_run, _ = demo_run
+    work = tmp_path / "cpu methods"
+    shutil.copytree(demo_run, work)
+    result = _snakemake(work, "--cores", "2", "--configfile", "config/cpu-methods.yaml", "--replace-workflow-config")
+    assert "rule build_demo_model" not in result.stdout  # the demo's model, not a new one
+    db = work / "results" / "benchmark.duckdb"
+    runs = query(db, "SELECT method, train_dataset, target_dataset FROM runs ORDER BY method, target_dataset")
+    assert runs.values.tolist() == [
+        ["echo", "demo-digits", "demo-digits"],
+        ["memo", "demo-digit-scenes", "demo-digit-scenes"],
+        ["mm-upt", "demo-digits", "demo-digits"],
+        ["offline-train-split", "demo-digit-scenes-train", "demo-digit-scenes"],
+        ["sft-greedy-pseudo-label", "demo-digit-scenes", "demo-digit-scenes"],
+        ["sft-majority-pseudo-label", "demo-digit-scenes", "demo-digit-scenes"],
+        ["supervised-grpo", "demo-digits", "demo-digits"],
+        ["t3rl", "demo-digits", "demo-digits"],
+        ["tent", "demo-digit-scenes", "demo-digit-scenes"],
+        ["zero-shot", "none", "demo-digit-scenes"],
+        ["zero-shot", "none", "demo-digits"],
+    ]
+    layout = (work / "results/tables/ttrv_table1_layout.md").read_text()
+    for row in ("echo", "mm-upt", "supervised-grpo", "t3rl", "tent", "memo", "sft-greedy-pseudo-label",
+                "sft-majority-pseudo-label", "offline-train-split@demo-digit-scenes-train"):
+        assert f"| w/ {row} |" in layout, row
+    # every GRPO adaptation changed the weights (an adaptation that does not is a bug)
+    for method in ("echo", "mm-upt", "supervised-grpo", "t3rl"):
+        run = json.loads((work / f"results/adapt/demo/{method}/demo-digits/n8_random/seed0/run.json").read_text())
+        assert run["weights_changed"] > 0.5, method
+
+
+@pytest.mark.workflow
 def test_same_table_whatever_the_thread_settings(demo_run, tmp_path):
     """Issue 16: the demo again with every torch job under another OMP_NUM_THREADS (the demo run
     gives build_demo_model 2 threads, adaptation and evaluation 1; here the other way round) gives
     the same table byte for byte: jobs pin their own thread count (cli.pin_numerics)."""
+    demo_run, _ = demo_run
     work = _copy_workflow(tmp_path)
     _snakemake(work, "--cores", "2", "--workflow-profile", "profiles/default", "--set-threads",
                "build_demo_model=1", "adapt=2", "adapt_per_sample=2", "evaluate=2")

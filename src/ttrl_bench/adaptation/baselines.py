@@ -27,7 +27,7 @@ from transformers import Trainer, TrainingArguments
 from ..models.families import completion_logits, vision_tower
 from ..runs.processes import process_state
 from . import losses
-from .grpo import ProgressLog, freeze_vision_tower
+from .grpo import ProgressLog, freeze_vision_tower, optimizer_arguments
 from .weights import WeightSnapshot
 
 log = logging.getLogger(__name__)
@@ -125,28 +125,9 @@ class ObjectiveTrainer(Trainer):
 
 
 def training_arguments(out_dir: Path, hp: dict, seed: int) -> TrainingArguments:
-    """K = `epochs` optimizer steps on the one sample, with VR-TTRL's optimizer settings (grpo.py
-    `grpo_config` reads the same keys with the same defaults)."""
-    on_gpu = torch.cuda.is_available()
-    return TrainingArguments(
-        output_dir=str(out_dir / "trainer"),
-        per_device_train_batch_size=1,
-        max_steps=hp["epochs"],
-        learning_rate=hp["learning_rate"],
-        lr_scheduler_type=hp.get("lr_scheduler", "cosine"),
-        warmup_steps=hp.get("warmup_ratio", 0.0),
-        weight_decay=hp.get("weight_decay", 0.0),
-        max_grad_norm=hp.get("max_grad_norm", 1.0),
-        gradient_checkpointing=hp.get("gradient_checkpointing", True),
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        remove_unused_columns=False,
-        use_cpu=not on_gpu,
-        bf16=on_gpu,
-        seed=seed,
-        disable_tqdm=True,
-    )
+    """K = `epochs` optimizer steps on the one sample, with the optimizer settings GRPO uses."""
+    return TrainingArguments(output_dir=str(out_dir / "trainer"), per_device_train_batch_size=1, max_steps=hp["epochs"],
+                             **optimizer_arguments(hp, seed), disable_tqdm=True)
 
 
 def select_trainable(model, hp: dict) -> None:

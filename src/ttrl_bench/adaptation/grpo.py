@@ -401,21 +401,32 @@ def grpo_config(out_dir: Path, hp: dict, seed: int, generation_kwargs: dict | No
         num_generations=hp["num_generations"],
         max_completion_length=hp["max_completion_length"],
         temperature=hp["temperature"],
-        learning_rate=hp["learning_rate"],
-        lr_scheduler_type=hp.get("lr_scheduler", "cosine"),
-        warmup_steps=hp.get("warmup_ratio", 0.0),  # a float in [0, 1) is a ratio of the total steps
-        weight_decay=hp.get("weight_decay", 0.0),
-        max_grad_norm=hp.get("max_grad_norm", 1.0),
         num_train_epochs=hp["epochs"],
         num_iterations=hp.get("updates_per_generation", 1),
         beta=hp.get("kl_beta", 0.0),
         scale_rewards=hp.get("scale_rewards", "group"),
-        gradient_checkpointing=hp.get("gradient_checkpointing", True),
         generation_kwargs=generation_kwargs or None,
         use_vllm=backend == "vllm",
         **engine,
         # the frozen KL reference is only run forward: bf16 on GPUs halves its memory
         model_init_kwargs={"dtype": torch.bfloat16} if on_gpu else None,
+        **optimizer_arguments(hp, seed),
+        disable_tqdm=False,
+    )
+
+
+def optimizer_arguments(hp: dict, seed: int) -> dict:
+    """The TrainingArguments every adaptation shares (GRPO here, the Appendix C baselines in
+    baselines.py): the preset's optimizer settings, fp32 master weights with bf16 autocast on GPUs,
+    nothing saved or reported by the Trainer itself."""
+    on_gpu = torch.cuda.is_available()
+    return dict(
+        learning_rate=hp["learning_rate"],
+        lr_scheduler_type=hp.get("lr_scheduler", "cosine"),
+        warmup_steps=hp.get("warmup_ratio", 0.0),  # a float in [0, 1) is a ratio of the total steps
+        weight_decay=hp.get("weight_decay", 0.0),
+        max_grad_norm=hp.get("max_grad_norm", 1.0),
+        gradient_checkpointing=hp.get("gradient_checkpointing", True),
         logging_steps=1,
         save_strategy="no",
         report_to="none",
@@ -423,7 +434,6 @@ def grpo_config(out_dir: Path, hp: dict, seed: int, generation_kwargs: dict | No
         use_cpu=not on_gpu,
         bf16=on_gpu,
         seed=seed,
-        disable_tqdm=False,
     )
 
 

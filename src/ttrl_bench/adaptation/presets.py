@@ -332,7 +332,10 @@ def method_task(name: str) -> str | None:
     """The task kind a method adapts on: "mcq" (answers are option letters), "grounding"
     (answers are object lists), or None for zero-shot, which fits every dataset. ECHO and its
     baselines are "mcq": math answers are discrete values too (evaluation/tasks.py MathTask.family)."""
-    preset = PRESETS[name]
+    return method_task_of(PRESETS[name])
+
+
+def method_task_of(preset: dict | None) -> str | None:
     return None if preset is None else preset.get("task", "mcq")
 
 
@@ -354,11 +357,20 @@ def resolve_method(name: str, hyperparameters: dict | None = None, overrides: di
     preset = copy.deepcopy(PRESETS[name])
     if preset is None:
         return None
-    for layer in (hyperparameters or {}, (overrides or {}).get("hyperparameters", {})):
-        unknown = set(layer) - set(preset["hyperparameters"]) - OPTIONAL_HYPERPARAMETERS
-        if unknown:
-            raise KeyError(f"method {name!r}: unknown hyper-parameter(s) {sorted(unknown)}")
-        preset["hyperparameters"].update(layer)
+    # The config's per-task layer sets keys for every method of a task; a key some of them lack (the
+    # rollouts of VR-TTRL beside Tent, which has none) applies where it is used. A key no method of
+    # the task knows, or one a method's own overrides name and it lacks, is an error (a typo).
+    task = method_task(name)
+    known = set(preset["hyperparameters"]) | OPTIONAL_HYPERPARAMETERS
+    layer = hyperparameters or {}
+    unknown = set(layer) - set().union(*(set(p["hyperparameters"]) for p in PRESETS.values()
+                                         if p and method_task_of(p) == task)) - OPTIONAL_HYPERPARAMETERS
+    own = (overrides or {}).get("hyperparameters", {})
+    unknown |= set(own) - known
+    if unknown:
+        raise KeyError(f"method {name!r}: unknown hyper-parameter(s) {sorted(unknown)}")
+    preset["hyperparameters"].update({k: v for k, v in layer.items() if k in known})
+    preset["hyperparameters"].update(own)
     preset["reward_params"].update((overrides or {}).get("reward_params", {}))
     update = (overrides or {}).get("update", {})
     if update:

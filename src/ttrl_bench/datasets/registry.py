@@ -79,6 +79,9 @@ _ENTRIES = [
                 classes=DIGIT_NAMES, description="1,797 handwritten digits (8x8, upscaled), 4-way MCQ"),
     DatasetSpec("demo-digit-scenes", "grounding", "bundled:sklearn.datasets.load_digits:scenes", "giou_ciou",
                 "Digit scenes", description="2-3 real digits on a 112 px canvas; find one by name"),
+    # the scenes' training split: where VR-TTRL Table 11's offline variant trains in config/cpu-methods.yaml
+    DatasetSpec("demo-digit-scenes-train", "grounding", "bundled:sklearn.datasets.load_digits:scenes", "giou_ciou",
+                "Digit scenes (train)", split="train", description="the 600 training scenes of demo-digit-scenes"),
     # TTRV Table 1: recognition as 4-way MCQ (Appendix A, after Gavrikov et al. 2024). Class names
     # come from the source's ClassLabel, its classnames.txt (clip-benchmark), or config
     # `data.sources.<name>.class_names` (ImageNet folders are named by WordNet id).

@@ -21,13 +21,16 @@ METHOD_LABELS = {
 }
 
 
-def method_table(runs: pd.DataFrame) -> pd.DataFrame:
+def method_table(runs: pd.DataFrame, training_sets: frozenset = frozenset()) -> pd.DataFrame:
     """TTRV Table 1 layout: per model a base (zero-shot) row, a "w/ <method>" row per method
-    and a delta row under each, datasets as columns plus their mean. In-domain runs only
-    (adapted and evaluated on the same dataset)."""
+    and a delta row under each, datasets as columns plus their mean. In-domain runs (adapted and
+    evaluated on the same dataset), and runs adapted on one of `training_sets` (a training split:
+    ECHO's Geometry3k, VR-TTRL Table 11's), as "<method>@<training set>" in ECHO's naming."""
     if runs.empty:
         return pd.DataFrame(index=pd.Index([], name="Model"))
-    in_domain = runs[(runs["method"] == "zero-shot") | (runs["train_dataset"] == runs["target_dataset"])]
+    trained = runs["train_dataset"].isin(training_sets)
+    runs = runs.assign(method=runs["method"].where(~trained, runs["method"] + "@" + runs["train_dataset"]))
+    in_domain = runs[(runs["method"] == "zero-shot") | (runs["train_dataset"] == runs["target_dataset"]) | trained]
     wide = in_domain.pivot_table(index=["model", "method"], columns="target_dataset", values="value", aggfunc="mean")
     wide["Mean"] = wide.mean(axis=1, skipna=False)
     rows = []
