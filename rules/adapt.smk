@@ -19,7 +19,7 @@ rule adapt:
         method=one_of(GRPO_METHODS) or "(?!)",
     threads: 1
     resources:
-        gpu=get_gpus,
+        gpu=get_gpu_slots,
         mem_mb=get_adapt_mem_mb,
         runtime=get_adapt_runtime,
     conda:
@@ -56,7 +56,7 @@ rule adapt_per_sample:
         method=one_of(PER_SAMPLE) or "(?!)",
     threads: 1
     resources:
-        gpu=get_gpus,
+        gpu=get_gpu_slots,
         mem_mb=get_adapt_mem_mb,
         runtime=get_adapt_runtime,
     conda:

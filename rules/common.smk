@@ -20,7 +20,7 @@ from ttrl_bench.datasets.sources import BUNDLED_TEST_SIZES, hub_usable
 from ttrl_bench.evaluation.tasks import task_for
 from ttrl_bench.models.source import resolve_model_source
 from ttrl_bench.results.paper_tables import PAPER_TABLES
-from ttrl_bench.runs.launch import default_gpus, launcher, needs_offload
+from ttrl_bench.runs.launch import default_gpus, launcher, machine_has_gpu, needs_offload
 
 min_version("9.0")
 
@@ -265,6 +265,22 @@ def get_gpus(wildcards):
     of `params_b` (src/ttrl_bench/runs/launch.py: 1 for 2B, 2 for 4B, 4 for 7-8B)."""
     model = MODELS[wildcards.model]
     return model.get("gpus") or default_gpus(get_params_b(wildcards))
+
+
+# A local run on a machine without a GPU runs the GPU rules on its cores: their `gpu` resource would
+# hold them to one at a time (profiles/default: gpu=1) for a GPU that is not there, so it is 0 and
+# jobs share the cores (each pins its own threads: cli.pin_numerics). Cluster jobs always ask.
+GPU_JOBS_ON_CPU = workflow.local_exec and not machine_has_gpu()
+
+
+def get_gpu_slots(wildcards):
+    """The `gpu` resource of an adaptation job: its GPUs (get_gpus), 0 where jobs run on the CPU."""
+    return 0 if GPU_JOBS_ON_CPU else get_gpus(wildcards)
+
+
+def get_eval_gpu_slots(wildcards):
+    """The `gpu` resource of an evaluation job: one GPU, 0 where jobs run on the CPU."""
+    return 0 if GPU_JOBS_ON_CPU else 1
 
 
 def get_gpu_mem_mb(wildcards):

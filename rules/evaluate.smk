@@ -22,7 +22,7 @@ rule evaluate:
         method=one_of(["zero-shot"] + GRPO_METHODS),
     threads: 1
     resources:
-        gpu=1,
+        gpu=get_eval_gpu_slots,
         mem_mb=get_gpu_mem_mb,
         runtime=get_eval_runtime,
     conda:

@@ -13,6 +13,7 @@ import pytest
 
 from ttrl_bench.results.paper_tables import PAPER_TABLES
 from ttrl_bench.results.store import query
+from ttrl_bench.runs.launch import machine_has_gpu
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW_FILES = ["Snakefile", "rules", "config", "workflow", "profiles", "envs", "src"]
@@ -71,8 +72,10 @@ def test_the_readme_command_uses_the_default_profile(demo_run):
     _, result = demo_run
     assert readme_command() == "snakemake --cores all"
     assert "Using workflow specific profile profiles/default" in result.stderr
-    # its `resources: gpu=1`: never two GPU jobs at once, though more cores were free
-    assert most_gpu_jobs_at_once(result.stdout + result.stderr) == 1
+    # its `resources: gpu=1`: never two GPU jobs at once on a GPU machine, though more cores were
+    # free; without a GPU those jobs ask for none and share the cores
+    most = most_gpu_jobs_at_once(result.stdout + result.stderr)
+    assert most == 1 if machine_has_gpu() else most >= min(2, os.cpu_count())
 
 
 @pytest.mark.workflow

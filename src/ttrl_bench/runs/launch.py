@@ -20,6 +20,14 @@ GPU_MEMORY_GB = 80  # the papers' A100 / H100 80 GB
 USABLE_SHARE = 0.75  # the rest: activations, rollouts, CUDA context
 
 
+def machine_has_gpu() -> bool:
+    """Whether this machine has an NVIDIA or AMD GPU, without importing torch (the Snakefile asks)."""
+    from pathlib import Path
+
+    nvidia = Path("/proc/driver/nvidia/gpus")
+    return (nvidia.is_dir() and any(nvidia.iterdir())) or Path("/dev/kfd").exists()
+
+
 def training_gb(params_b: float) -> float:
     return params_b * BYTES_PER_PARAMETER
 
