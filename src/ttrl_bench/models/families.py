@@ -172,12 +172,15 @@ def _qwen_config(ids, vocab_size, hidden, layers, tile_px, sizes=None):
             "out_hidden_size": hidden, "patch_size": 14, "spatial_merge_size": 2, "window_size": 56,
             "fullatt_block_indexes": [1], **sizes.get("vision", {}),
         },
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-        tie_word_embeddings=sizes.get("tie_word_embeddings", True),
+        **_qwen_special_tokens(ids, sizes),
     )
+
+
+def _qwen_special_tokens(ids, sizes):
+    """The Qwen-VL families' image/video placeholder ids (in our tokenizer) and embedding tying."""
+    return dict(image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+                vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+                tie_word_embeddings=sizes.get("tie_word_embeddings", True))
 
 
 def _qwen_processor(tokenizer, template, tile_px, real_size=False):
@@ -206,11 +209,7 @@ def _qwen3_config(ids, vocab_size, hidden, layers, tile_px, sizes=None):
             "out_hidden_size": hidden, "patch_size": 16, "spatial_merge_size": 2, "num_position_embeddings": 64,
             "deepstack_visual_indexes": [0], **sizes.get("vision", {}),
         },
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-        tie_word_embeddings=sizes.get("tie_word_embeddings", True),
+        **_qwen_special_tokens(ids, sizes),
     )
 
 
@@ -249,22 +248,20 @@ def _internvl_processor(tokenizer, template, tile_px, real_size=False):
 
 
 CHATML = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+QWEN_VL_TOKENS = dict(special_tokens=CHATML + ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"),
+                      named_tokens={}, image_part="<|vision_start|><|image_pad|><|vision_end|>")
 
 FAMILIES: dict[str, Family] = {
     # Qwen2.5-VL: <|vision_start|><|image_pad|><|vision_end|> per image; the processor expands the pad.
     "qwen2_5_vl": Family(
-        special_tokens=CHATML + ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"),
-        named_tokens={},
-        image_part="<|vision_start|><|image_pad|><|vision_end|>",
+        **QWEN_VL_TOKENS,
         model_class=Qwen2_5_VLForConditionalGeneration,
         config=_qwen_config,
         processor=_qwen_processor,
     ),
     # Qwen3-VL: the same tokens and template part as Qwen2.5-VL, 16 px patches (ECHO Table 2's Qwen3-VL-8B).
     "qwen3_vl": Family(
-        special_tokens=CHATML + ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"),
-        named_tokens={},
-        image_part="<|vision_start|><|image_pad|><|vision_end|>",
+        **QWEN_VL_TOKENS,
         model_class=Qwen3VLForConditionalGeneration,
         config=_qwen3_config,
         processor=_qwen3_processor,
