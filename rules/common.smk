@@ -267,20 +267,22 @@ def get_gpus(wildcards):
     return model.get("gpus") or default_gpus(get_params_b(wildcards))
 
 
-# A local run on a machine without a GPU runs the GPU rules on its cores: their `gpu` resource would
-# hold them to one at a time (profiles/default: gpu=1) for a GPU that is not there, so it is 0 and
-# jobs share the cores (each pins its own threads: cli.pin_numerics). Cluster jobs always ask.
-GPU_JOBS_ON_CPU = workflow.local_exec and not machine_has_gpu()
+def gpu_jobs_on_cpu():
+    """A local run on a machine without a GPU runs the GPU rules on its cores: their `gpu` resource
+    would hold them to one at a time (profiles/default: gpu=1) for a GPU that is not there, so it is 0
+    and jobs share the cores (each pins its own threads: cli.pin_numerics). Cluster jobs always ask.
+    Asked per job, not at parse time: Snakemake knows its executor only once it runs the workflow."""
+    return workflow.local_exec and not machine_has_gpu()
 
 
 def get_gpu_slots(wildcards):
     """The `gpu` resource of an adaptation job: its GPUs (get_gpus), 0 where jobs run on the CPU."""
-    return 0 if GPU_JOBS_ON_CPU else get_gpus(wildcards)
+    return 0 if gpu_jobs_on_cpu() else get_gpus(wildcards)
 
 
 def get_eval_gpu_slots(wildcards):
     """The `gpu` resource of an evaluation job: one GPU, 0 where jobs run on the CPU."""
-    return 0 if GPU_JOBS_ON_CPU else 1
+    return 0 if gpu_jobs_on_cpu() else 1
 
 
 def get_gpu_mem_mb(wildcards):
