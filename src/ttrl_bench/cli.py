@@ -22,6 +22,11 @@ def cmd_datasets_list(args) -> None:
 
     rows = [("name", "task", "metric", "split", "paper column", "source")]
     rows += [(s.name, s.task, s.metric, s.split, s.paper_name, s.source) for s in REGISTRY.values()]
+    _print_columns(rows)
+
+
+def _print_columns(rows: list[tuple[str, ...]]) -> None:
+    """Rows of strings as left-aligned columns, the first row the header."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
@@ -36,10 +41,7 @@ def cmd_methods_list(args) -> None:
         update = p.get("objective") or p.get("update", {}).get("rule", "grpo")
         return (m, method_task(m), p.get("reward", "-"), update, p["source"])
 
-    rows = [("name", "task", "reward", "update", "source")] + [row(m, p) for m, p in PRESETS.items()]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    _print_columns([("name", "task", "reward", "update", "source")] + [row(m, p) for m, p in PRESETS.items()])
 
 
 def cmd_prepare_data(args) -> None:
@@ -104,12 +106,11 @@ def _run_identity(args, train_dataset: str, target_dataset: str) -> dict:
 
 def cmd_adapt(args) -> None:
     from .adaptation.grpo import adapt
-    from .runs.processes import process_state
+    from .datasets.registry import get_dataset
     from .evaluation.tasks import task_for
     from .models.loading import checkpoint_dtype, load_model
+    from .runs.processes import process_state
     from .runs.provenance import provenance
-
-    from .datasets.registry import get_dataset
 
     method = json.loads(args.method_json)
     out = Path(args.out)

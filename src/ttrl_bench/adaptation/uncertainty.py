@@ -12,6 +12,7 @@ import math
 import torch
 
 from ..models.families import completion_logits
+from .losses import token_entropy
 
 
 @torch.no_grad()
@@ -21,9 +22,8 @@ def completion_entropies(model, processor, prompt_text: str, image, completion_i
     result: list[float] = []
     for start in range(0, len(completion_ids), micro_batch):
         chunk = completion_ids[start : start + micro_batch]
-        logits = completion_logits(model, processor, prompt_text, [image] * len(chunk), chunk, system).float()
-        logp = logits.log_softmax(-1)
-        entropy = -(logp.exp() * logp).sum(-1)  # (m, longest)
+        logits = completion_logits(model, processor, prompt_text, [image] * len(chunk), chunk, system)
+        entropy = token_entropy(logits)  # (m, longest)
         result += [float(entropy[i, : len(ids)].mean()) if len(ids) else 0.0 for i, ids in enumerate(chunk)]
     return result
 
