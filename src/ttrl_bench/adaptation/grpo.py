@@ -18,7 +18,8 @@ import pandas as pd
 import torch
 from accelerate.utils import gather_object
 from datasets import Dataset
-from transformers import TrainerCallback
+from torch.optim.lr_scheduler import LambdaLR
+from transformers import TrainerCallback, get_scheduler
 from trl import GRPOConfig, GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 
@@ -34,6 +35,7 @@ from ..models.families import (
     image_span_token_ids,
     parameter_count,
     placeholder_token_ids,
+    ttrv_logged_temperature,
     unsampleable_token_ids,
     vision_tower,
 )
@@ -192,6 +194,10 @@ class ProgressLog(TrainerCallback):
 
     def __init__(self):
         self.losses: list[float] = []
+        self.learning_rates: list[float] = []  # the lr each optimizer step ran at (verl logs actor/lr per round)
+
+    def on_optimizer_step(self, args, state, control, optimizer=None, **kwargs):
+        self.learning_rates.append(optimizer.param_groups[0]["lr"])
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs and "loss" in logs:
@@ -242,7 +248,11 @@ class TestTimeGRPOTrainer(GRPOTrainer):
     same `_generate` call (either backend), and reach the reward as `vote_texts` / `vote_ids`.
     Rollouts never contain placeholder tokens: forbidden at sampling, and refused if one slips by."""
 
-    def __init__(self, *args, n_votes: int, forbidden_token_ids: list[int], update: dict | None = None, **kwargs):
+    def __init__(self, *args, n_votes: int, forbidden_token_ids: list[int], update: dict | None = None,
+                 lr_schedule_per: str = "step", **kwargs):
+        if lr_schedule_per not in ("step", "round"):
+            raise ValueError(f"adaptation.hyperparameters.<task>.lr_schedule_per = {lr_schedule_per!r}; known: step, round")
+        self.lr_schedule_per = lr_schedule_per  # read by create_scheduler, which super().__init__ may not call
         super().__init__(*args, **kwargs)
         self.n_votes = n_votes
         self.forbidden_token_ids = set(forbidden_token_ids)
@@ -253,6 +263,24 @@ class TestTimeGRPOTrainer(GRPOTrainer):
             if params.pop("rule", None) != "echo":
                 raise ValueError(f"unknown update rule in {update!r}; known: echo")
             self.update = check_update(params)
+
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        """transformers' schedule, stepped per optimizer step ("step") or, as verl does, once per rollout round
+        ("round": the lr of a round's every step is the schedule's value at that round, warm-up
+        int(warmup_ratio x rounds) rounds; verl fsdp_workers.py:329-345, 553)."""
+        if self.lr_schedule_per == "step" or self.lr_scheduler is not None:
+            return super().create_scheduler(num_training_steps, optimizer)
+        self.lr_scheduler = per_round_schedule(optimizer or self.optimizer, self.args, self.num_iterations,
+                                               num_training_steps)
+        self._created_lr_scheduler = True
+        return self.lr_scheduler
+
+    def _get_train_sampler(self, dataset=None):
+        """TRL's sampler, shuffled with `data_seed` where one is set (verl: seed 1 whatever the run's seed)."""
+        sampler = super()._get_train_sampler(dataset)
+        if self.args.data_seed is not None:
+            sampler.generator.manual_seed(self.args.data_seed)
+        return sampler
 
     def _generate_and_score_completions(self, inputs):
         """TRL's rollouts, rewards and (B,) advantages; under ECHO, (B, T) hybrid advantages and a clip
@@ -352,6 +380,28 @@ def refuse_placeholders(completion_ids, forbidden: set[int]) -> None:
             )
 
 
+def steps_per_round(args, num_iterations: int = 1) -> int:
+    """Optimizer steps per generation batch (a rollout round): TRL counts `steps_per_generation` in
+    micro-batches, `gradient_accumulation_steps` of which make an optimizer step."""
+    micro_steps = args.steps_per_generation * num_iterations
+    if micro_steps % args.gradient_accumulation_steps:
+        raise ValueError(f"lr_schedule_per round needs whole optimizer steps per round: {micro_steps} micro-batches per "
+                         f"generation batch, {args.gradient_accumulation_steps} per step; raise generation_batch_size")
+    return micro_steps // args.gradient_accumulation_steps
+
+
+def per_round_schedule(optimizer, args, num_iterations: int, num_training_steps: int) -> LambdaLR:
+    """transformers' schedule `args.lr_scheduler_type` over rounds, held for each round's steps. Its warm-up is
+    int(ratio x rounds) rounds, verl's rule (a float warmup_steps < 1 is a ratio, else a count of rounds)."""
+    per_round = steps_per_round(args, num_iterations)
+    rounds = -(-num_training_steps // per_round)
+    warmup = int(args.warmup_steps * rounds) if args.warmup_steps < 1 else int(args.warmup_steps)
+    # the round schedule's own multiplier: transformers' lambdas, built on the optimizer and read back
+    by_round = get_scheduler(args.lr_scheduler_type, optimizer, num_warmup_steps=warmup, num_training_steps=rounds,
+                             scheduler_specific_kwargs=args.lr_scheduler_kwargs).lr_lambdas[0]
+    return LambdaLR(optimizer, lambda step: by_round(step // per_round))
+
+
 def batch_layout(hp: dict, num_processes: int = 1) -> dict:
     """GRPOConfig's batch fields from the preset. One optimizer step covers prompts_per_step x
     num_generations completions (TTRV authors' logs: 4 x 16); forward/backward runs on
@@ -405,6 +455,8 @@ def grpo_config(out_dir: Path, hp: dict, seed: int, generation_kwargs: dict | No
         num_iterations=hp.get("updates_per_generation", 1),
         beta=hp.get("kl_beta", 0.0),
         scale_rewards=hp.get("scale_rewards", "group"),
+        loss_type=hp.get("loss_type", "dapo"),
+        delta=hp.get("dual_clip"),  # verl's dual clip c (presets.py: the same loss)
         generation_kwargs=generation_kwargs or None,
         use_vllm=backend == "vllm",
         **engine,
@@ -434,6 +486,7 @@ def optimizer_arguments(hp: dict, seed: int) -> dict:
         use_cpu=not on_gpu,
         bf16=on_gpu,
         seed=seed,
+        data_seed=hp.get("data_seed"),
     )
 
 
@@ -497,6 +550,8 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
     `before` (default: a snapshot taken here). With `save_to`, the adapted model is saved there in
     `save_dtype`."""
     hp = fit_to_samples(method["hyperparameters"], len(manifest))
+    if hp["temperature"] == "family":  # the TTRV authors' rollout temperature of the model's family
+        hp = {**hp, "temperature": ttrv_logged_temperature(model.config)}
     n_votes = hp.get("n_votes") or hp["num_generations"]
     if n_votes < hp["num_generations"]:
         raise ValueError(f"adaptation.hyperparameters.<task>.n_votes = {n_votes} is smaller than num_generations = "
@@ -519,6 +574,7 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
         callbacks=[progress],
         n_votes=n_votes,
         forbidden_token_ids=forbidden,
+        lr_schedule_per=hp.get("lr_schedule_per", "step"),
     )
     reward.policy = (model, processor)
     if backend == "vllm":  # TRL 1.16 + vLLM expand image placeholders twice (huggingface/trl 6294, 6401)
@@ -534,6 +590,7 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
     records = pd.DataFrame(reward.records)  # one row per generation round
     records.attrs["optimizer_steps"] = trainer.state.global_step
     records.attrs["losses"] = progress.losses
+    records.attrs["learning_rates"] = progress.learning_rates
     records.attrs["verifications"] = reward.verifications
     records.attrs["weights_changed"] = before.changed_fraction(model)
     records.attrs["weights_changed_saved"] = before.changed_fraction(model, save_dtype) if save_dtype else None

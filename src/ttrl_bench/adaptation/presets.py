@@ -12,47 +12,85 @@ from .echo import ECHO_DEFAULTS, check_update
 
 # Two sources for TTRV's settings disagree; both are presets.
 #
-# The authors' published run logs (Akshit21112002/TTRV, verl/logs/<dataset>/<n>/*.log, e.g. InternVL3-2B
-# on AI2D with 20 samples; each log starts with the run's full config): 32 rollouts vote, the first 16
-# are trained on (n_vote 32, n 16), 4 prompts per step, lr 5e-7 cosine with 3% warm-up, KL loss 1e-3
-# (low-variance k3 estimator, TRL's), weight decay 1e-2, grad clip 1.0, temperature 1.0, 1024 new
-# tokens, 2 epochs. THE DEFAULT: these runs produced the published numbers we compare with.
+# The authors' published run logs (Akshit21112002/TTRV, verl/logs/<dataset>/<n>/*.log, e.g.
+# ai2d_20_OpenGVLab_InternVL3-2B_2e_0916_235226.log; each log starts with the run's full config) and the verl fork
+# that wrote them. THE DEFAULT: these runs produced the published numbers we compare with. verl's update, in
+# TRL's knobs (../shared/reference/authors-runs.md):
+# - a round: train_batch_size prompts (= the GPU count in every log: 4 here; 8-GPU runs are the
+#   `ttrv-*-8-prompts` presets) x n_vote 32 rollouts generated at once, the first 16 of each prompt trained on
+#   (n 16): TRL's generation batch of 4 x 16 trained completions, old log-probs frozen over it;
+# - one optimizer step per 16 trained rollouts: verl multiplies ppo_mini_batch_size 1 by rollout.n 16
+#   (fsdp_workers.py:125-126) and update_policy steps the optimizer once per mini-batch (dp_actor.py:303-406),
+#   so a round takes as many steps as it has prompts: prompts_per_step 1, 4 steps per generation batch;
+# - loss token-mean per micro-batch of 2 rollouts divided by the accumulation count (dp_actor.py:317-395,
+#   loss_agg_mode token-mean, ppo_micro_batch_size_per_gpu 2): TRL's loss_type "bnpo" with micro-batch 2;
+# - PPO clip 0.2 and dual clip c = 3 (clip_ratio_c, core_algos compute_policy_loss): TRL's `delta` 3.0, the
+#   same loss and gradient (for A < 0 both give |A| min(max(r, clip(r)), 3); for A > 0, clip(r) < 3);
+# - lr 5e-7, the scheduler stepped once per round (fsdp_workers.py:553, once per update_actor call), warm-up
+#   int(0.03 x rounds) rounds (fsdp_workers.py:334), cosine to 0 (torch_functional.py:410-450, min_lr_ratio 0);
+# - KL loss k3 (low_var_kl) 1e-3 on the trained rollouts, weight decay 1e-2, grad clip 1.0, 1024 new tokens,
+#   2 epochs, data shuffled with seed 1 and drop_last (ray_trainer.py:462-497: RandomSampler seeded 1 ==
+#   TRL's RepeatSampler seeded 1, both torch.randperm; incomplete rounds dropped);
+# - rollout temperature per family (1.5 in every Qwen2.5-VL log, 1.0 in every InternVL log: "family",
+#   models/families.py).
+# Left out, with what they change:
+# - verl clamps k3 to [-10, 10] (core_algos kl_penalty); TRL does not. k3 exceeds 10 only where a token's
+#   log-ratio to the reference passes ~2.5 nats, i.e. in a run already collapsing: there verl stops the KL
+#   gradient of those tokens and TRL keeps pulling them back.
+# - which 16 of the 32 votes are trained and how a step's 16 are drawn: verl reorders the round's rollouts to
+#   balance tokens across GPUs (ray_trainer.py:974-989, _balance_batch before and after `_select_top_k_per_prompt`),
+#   so its "first 16" and each mini-batch depend on the completions' lengths; here the first 16 sampled are
+#   trained (an unbiased draw) and TRL shuffles a generation batch across its steps. Both mix prompts within a
+#   step; verl's choice leans on lengths, ours does not. Reproducing it needs verl's Karmarkar-Karp partitioner.
+# - old and reference log-probs: verl computes them on all 32 votes; only the 16 trained use them (no effect).
 TTRV_HYPERPARAMETERS = {
     "learning_rate": 5e-7,
     "lr_scheduler": "cosine",
     "warmup_ratio": 0.03,
+    "lr_schedule_per": "round",
     "num_generations": 16,
     "n_votes": 32,
-    "temperature": 1.0,
+    "temperature": "family",
     "max_completion_length": 1024,
     "epochs": 2,
-    "prompts_per_step": 4,
+    "prompts_per_step": 1,
+    "generation_batch_size": 4 * 16,  # a round: 4 prompts (4 GPUs) x 16 trained rollouts
     "kl_beta": 1e-3,
     "weight_decay": 1e-2,
     "max_grad_norm": 1.0,
     "scale_rewards": "group",
+    "loss_type": "bnpo",
+    "dual_clip": 3.0,
+    "data_seed": 1,
     # The authors' code freezes InternVL's vision tower (verl fsdp_workers.py, "internvl will occur a
     # bug when using the vision encoder"); the paper is silent, so the code's behaviour is the default.
     "freeze_vision": True,
-    # Memory, not method (gpu-probe.md: one forward over 8 x 32 rollouts ran out of memory on 80 GB):
-    # the 64 completions of a step go through forward/backward 4 at a time (the authors: micro-batch
-    # 2 on each of 4 GPUs) with gradient checkpointing; rollouts are generated one prompt's group at a time.
-    "micro_batch_size": 4,
-    "generation_batch_size": None,
+    # Method, not only memory: with "bnpo" each micro-batch of 2 is one token-mean (the authors' micro-batch).
+    "micro_batch_size": 2,
+    # Memory (gpu-probe.md: one forward over 8 x 32 rollouts ran out of memory on 80 GB).
     "gradient_checkpointing": True,
 }
 
 # TTRV Appendix A "Implementation Details": AdamW, cosine schedule, peak lr 5e-7, 32 rollouts at
 # temperature 1.0, max response 1024 tokens; no KL, weight decay or warm-up is stated. Epochs and
 # prompts per step from the authors' run script (2 epochs, batch 8 prompts).
+# The update is TRL's own (one step per 8 prompts, lr stepped per optimizer step, TRL's default loss), as
+# the appendix describes no other.
 TTRV_APPENDIX_A_HYPERPARAMETERS = {
     **TTRV_HYPERPARAMETERS,
     "warmup_ratio": 0.0,
+    "lr_schedule_per": "step",
     "num_generations": 32,
     "n_votes": 32,
+    "temperature": 1.0,
     "prompts_per_step": 8,
+    "generation_batch_size": None,
     "kl_beta": 0.0,
     "weight_decay": 0.0,
+    "loss_type": "dapo",
+    "dual_clip": None,
+    "data_seed": None,
+    "micro_batch_size": 4,
 }
 
 # VR-TTRL Appendix A: N = 8 at temperature 0.6, lr 5e-7, weight decay 1e-2, KL 1e-2 (TRL's
@@ -325,6 +363,17 @@ for _k in (1, 2, 3, 10, 15):
     PRESETS[f"vr-ttrl-{_k}-updates"] = {**PRESETS["vr-ttrl"], "source": "VR-TTRL Table 8",
                                         "hyperparameters": {**VR_TTRL_HYPERPARAMETERS, "epochs": _k}}
 
+# The TTRV authors' other run configurations (verl/logs): 2, 5, 10 and 20 epochs (ai2d/20, mathverse, mathvista
+# InternVL3-2B/8B: TTRV Table 2 shows the best of them on the test set), and 8 prompts per round where the run
+# had 8 GPUs (train_batch_size = n_gpus_per_node in every log: 5 rounds per epoch on 20 samples with 4, 2 with 8).
+# config/ttrv.yaml reruns each published cell with its log's configuration.
+for _epochs in (2, 5, 10, 20):
+    for _prompts in (4, 8):
+        if (_epochs, _prompts) != (2, 4):  # that one is "ttrv"
+            PRESETS[f"ttrv-{_epochs}-epochs" + ("-8-prompts" if _prompts == 8 else "")] = {
+                **PRESETS["ttrv"], "source": "TTRV; run configuration of the authors' logs (verl/logs)",
+                "hyperparameters": {**TTRV_HYPERPARAMETERS, "epochs": _epochs, "generation_batch_size": _prompts * 16}}
+
 METHOD_NAMES = tuple(PRESETS)
 
 
@@ -347,6 +396,7 @@ def is_per_sample(name: str) -> bool:
 OPTIONAL_HYPERPARAMETERS = {
     "weight_decay", "max_grad_norm", "rollout_backend", "updates_per_generation", "freeze_vision", "n_votes",
     "micro_batch_size", "generation_batch_size", "gradient_checkpointing", "warmup_ratio", "lr_scheduler",
+    "lr_schedule_per", "loss_type", "dual_clip", "data_seed",
 }
 
 

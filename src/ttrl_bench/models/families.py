@@ -66,6 +66,17 @@ def unsampleable_token_ids(config, tokenizer) -> list[int]:
     return placeholder_token_ids(config) + list(range(len(tokenizer), config.get_text_config().vocab_size))
 
 
+# The TTRV authors' rollout temperature per family (Akshit21112002/TTRV verl/logs, each log's config
+# `actor_rollout_ref.rollout.temperature`): 1.5 in every Qwen2.5-VL log, 1.0 in every InternVL log.
+TTRV_LOGGED_TEMPERATURE = {"qwen2_5_vl": 1.5, "internvl": 1.0}
+
+
+def ttrv_logged_temperature(config) -> float:
+    """The rollout temperature the TTRV authors' runs used for this model's family (config.model_type); for a
+    family they never ran, TTRV Appendix A's 1.0."""
+    return TTRV_LOGGED_TEMPERATURE.get(config.model_type, 1.0)
+
+
 def image_span_token_ids(processor) -> tuple[int, int] | None:
     """The start / end tokens a family's processor puts around an image's placeholder run
     (InternVL's <img> / </img>; Qwen2.5-VL's <|vision_start|> / <|vision_end|> come from the chat

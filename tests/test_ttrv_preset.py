@@ -1,0 +1,108 @@
+"""The `ttrv` preset updates the model as the authors' verl runs did (issue 22 item 3). Every number below is
+worked out by hand from the authors' log ai2d_20_OpenGVLab_InternVL3-2B_2e_0916_235226.log (Akshit21112002/TTRV
+verl/logs/ai2d/20/; its config: data.train_batch_size 4, trainer.n_gpus_per_node 4, total_epochs 2,
+rollout.n 16, n_vote 32, actor.ppo_mini_batch_size 1, ppo_micro_batch_size_per_gpu 2, optim.lr 5e-7,
+lr_warmup_steps_ratio 0.03, warmup_style cosine, loss_agg_mode token-mean, clip_ratio_c 3.0; it prints
+"Total training steps: 10" and step:1 .. step:10) and from verl's scheduler (verl/utils/torch_functional.py:
+410-450, min_lr_ratio 0), never from this code's output."""
+
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from ttrl_bench.adaptation.grpo import adapt, batch_layout, fit_to_samples, grpo_config, per_round_schedule, steps_per_round
+from ttrl_bench.adaptation.presets import resolve_method
+from ttrl_bench.datasets.prepare import load_manifest
+from ttrl_bench.datasets.sampling import select_adaptation_samples
+from ttrl_bench.models.loading import load_model
+
+# verl's lr in round r of 10 (warm-up int(0.03 x 10) = 0 rounds): 5e-7 x 0.5 x (1 + cos(pi r / 10)), the cosines
+# of 0, 18, 36, ... 162 degrees: 1, .9510565, .8090170, .5877853, .3090170, 0, -.3090170, ...
+VERL_AI2D_LRS = [5.0e-7, 4.8776413e-7, 4.5225425e-7, 3.9694631e-7, 3.2725425e-7,
+                 2.5e-7, 1.7274575e-7, 1.0305369e-7, 4.774575e-8, 1.223587e-8]
+
+
+def _trl_args(layout: dict, num_processes: int, hp: dict) -> SimpleNamespace:
+    """The fields of a GRPOConfig on `num_processes` GPUs the schedule reads; TRL's rule: steps_per_generation =
+    generation_batch_size / (per-device batch x processes), in micro-batches."""
+    micro_steps = layout["generation_batch_size"] // (layout["per_device_train_batch_size"] * num_processes)
+    return SimpleNamespace(steps_per_generation=micro_steps, gradient_accumulation_steps=layout["gradient_accumulation_steps"],
+                           warmup_steps=hp["warmup_ratio"], lr_scheduler_type=hp["lr_scheduler"], lr_scheduler_kwargs={})
+
+
+def test_ai2d_internvl3_2b_on_4_gpus_takes_40_steps_at_verls_per_round_lrs():
+    hp = fit_to_samples(resolve_method("ttrv")["hyperparameters"], 20)
+    # 16 trained rollouts per optimizer step (1 prompt x rollout.n, split over 4 GPUs: 4 each), micro-batch 2
+    # -> 2 accumulations; a round is 4 prompts x 16 = 64 trained rollouts, generated at once
+    layout = batch_layout(hp, num_processes=4)
+    assert layout == {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 2, "generation_batch_size": 64}
+    args = _trl_args(layout, 4, hp)
+    assert steps_per_round(args) == 4  # one step per prompt of the round
+    # 20 samples // 4 per round = 5 rounds per epoch, x 2 epochs = 10 rounds = 40 optimizer steps
+    rounds, steps = 10, 40
+    optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=hp["learning_rate"])
+    schedule = per_round_schedule(optimizer, args, 1, steps)
+    lrs = []
+    for _ in range(steps):
+        lrs.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    assert lrs == pytest.approx([lr for lr in VERL_AI2D_LRS for _ in range(4)], rel=1e-6)
+    assert len(VERL_AI2D_LRS) == rounds
+
+
+def test_warm_up_is_int_of_3_percent_of_the_rounds_and_starts_at_lr_0():
+    """verl fsdp_workers.py:334 int(0.03 x rounds): 0 up to 33 rounds, 1 at 34 (transformers' own rule,
+    ceil(0.03 x steps), would warm up 2 of the 40 steps above). With 1 warm-up round of 34 the first round
+    runs at lr 0, the second at the peak, the third at 0.5 (1 + cos(pi / 33))."""
+    hp = resolve_method("ttrv")["hyperparameters"]
+    args = _trl_args(batch_layout(hp), 1, hp)
+    for rounds, first_lrs in [(33, [1.0, 0.5 * (1 + math.cos(math.pi / 33))]),
+                              (34, [0.0, 1.0, 0.5 * (1 + math.cos(math.pi / 33))])]:
+        optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+        schedule = per_round_schedule(optimizer, args, 1, rounds * 4)
+        lrs = []
+        for _ in range(rounds * 4):
+            lrs.append(optimizer.param_groups[0]["lr"])
+            optimizer.step()
+            schedule.step()
+        assert lrs[: 4 * len(first_lrs) : 4] == pytest.approx(first_lrs)
+
+
+def test_the_preset_speaks_trls_knobs(tmp_path):
+    """bnpo loss (token-mean per micro-batch of 2), dual clip 3 as TRL's delta, data shuffled with seed 1 whatever
+    the run's seed; the Appendix A preset keeps TRL's own update."""
+    config = grpo_config(tmp_path, {**resolve_method("ttrv")["hyperparameters"], "temperature": 1.0,
+                                    "rollout_backend": "hf"}, seed=7)
+    assert (config.loss_type, config.delta, config.data_seed, config.seed) == ("bnpo", 3.0, 1, 7)
+    assert (config.per_device_train_batch_size, config.steps_per_generation, config.gradient_accumulation_steps) == (2, 32, 8)
+    appendix = resolve_method("ttrv-appendix-a")["hyperparameters"]
+    assert (appendix["loss_type"], appendix["dual_clip"], appendix["lr_schedule_per"]) == ("dapo", None, "step")
+
+
+def test_rollout_temperature_is_the_familys_in_the_logs():
+    """1.5 in every Qwen2.5-VL log (e.g. imagenet_a_20_Qwen_Qwen2.5-VL-3B-Instruct_20e_0825_025412.log), 1.0 in
+    every InternVL log; Appendix A's 1.0 for a family the authors never ran."""
+    from transformers import InternVLConfig, Qwen2_5_VLConfig, Qwen3VLConfig
+
+    from ttrl_bench.models.families import ttrv_logged_temperature
+
+    temps = [ttrv_logged_temperature(c()) for c in (Qwen2_5_VLConfig, InternVLConfig, Qwen3VLConfig)]
+    assert temps == [1.5, 1.0, 1.0]
+
+
+def test_the_trainer_takes_one_step_per_prompt_and_steps_the_lr_per_round(demo_data, tiny_model_dir, tmp_path):
+    """The real trainer on one process, the preset's layout scaled down: 2 trained of 4 votes, 2 prompts per
+    round, 5 samples (drop_last: 2 rounds per epoch, the 5th sample unused), 2 epochs -> 4 rounds x 2 steps = 8
+    optimizer steps. Warm-up 0.25 -> int(0.25 x 4) = 1 round: lr x [0, 1, 0.5 (1 + cos(pi/3)) = 0.75,
+    0.5 (1 + cos(2 pi/3)) = 0.25], each for the round's 2 steps; one reward record per round."""
+    model, processor = load_model(str(tiny_model_dir), dtype="fp32")
+    samples = select_adaptation_samples(load_manifest(demo_data, "test"), 5, seed=0)
+    spec = resolve_method("ttrv", {"num_generations": 2, "n_votes": 4, "generation_batch_size": 2 * 2,
+                                   "max_completion_length": 3, "learning_rate": 1e-3, "warmup_ratio": 0.25})
+    log = adapt(model, processor, samples, demo_data, spec, tmp_path, seed=0)
+    assert log.attrs["optimizer_steps"] == 8
+    assert log.attrs["learning_rates"] == pytest.approx([1e-3 * f for f in (0.0, 1.0, 0.75, 0.25) for _ in range(2)])
+    assert len(log) == 4
