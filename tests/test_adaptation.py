@@ -60,7 +60,8 @@ def test_unknown_method_and_hyperparameter_are_named():
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("method", [m for m in METHOD_NAMES if method_task(m) == "mcq"])
+# the ttrv-<k>-epochs[-8-prompts] presets are "ttrv" with other epochs and rounds, which TWO_STEPS overrides
+@pytest.mark.parametrize("method", [m for m in METHOD_NAMES if method_task(m) == "mcq" and "-epochs" not in m])
 def test_two_grpo_steps_of_every_method(method, family, demo_data, tiny_model_dirs, tmp_path):
     model, processor = load_model(str(tiny_model_dirs[family]), dtype="fp32")
     samples = select_adaptation_samples(load_manifest(demo_data, "test"), 2, seed=0)
@@ -177,14 +178,14 @@ def test_rollout_backend_choice_is_explicit():
 
 
 def test_one_optimizer_step_is_the_presets_batch_in_micro_batches():
-    """TTRV authors' logs: 4 prompts x 16 trained rollouts = 64 completions per optimizer step; 4 per
-    forward/backward -> 16 accumulation steps; rollouts generated one prompt's 16 at a time."""
+    """TTRV authors' logs (verl): one optimizer step per prompt's 16 trained rollouts, 2 per forward/backward
+    -> 8 accumulation steps; a round of 4 prompts x 16 generated at once."""
     hp = resolve_method("ttrv")["hyperparameters"]
-    assert (hp["prompts_per_step"], hp["num_generations"], hp["n_votes"]) == (4, 16, 32)
-    assert batch_layout(hp) == {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 16,
-                                "generation_batch_size": 16}
-    # 4 GPUs (issue 13): 64 / (4 x 4) = 4 accumulation steps; each process generates one group
-    assert batch_layout(hp, num_processes=4) == {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 4,
+    assert (hp["prompts_per_step"], hp["num_generations"], hp["n_votes"]) == (1, 16, 32)
+    assert batch_layout(hp) == {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 8,
+                                "generation_batch_size": 64}
+    # 4 GPUs (issue 13): 16 / (2 x 4) = 2 accumulation steps; each process generates one group
+    assert batch_layout(hp, num_processes=4) == {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 2,
                                                  "generation_batch_size": 64}
     # TTRV Appendix A: 8 prompts x 32 rollouts = 256 per step; all generated at once if asked
     appendix = resolve_method("ttrv-appendix-a", {"generation_batch_size": 256})["hyperparameters"]
@@ -201,10 +202,13 @@ def test_one_optimizer_step_is_the_presets_batch_in_micro_batches():
 
 
 def test_fewer_samples_than_a_step_fill_one_step():
-    """TTRV Table 6 adapts on one sample: a step holds the samples there are."""
-    hp = resolve_method("ttrv")["hyperparameters"]
+    """TTRV Table 6 adapts on one sample: a step holds the samples there are, a round the steps they fill."""
+    hp = resolve_method("ttrv-appendix-a")["hyperparameters"]
     assert fit_to_samples(hp, 1)["prompts_per_step"] == 1
-    assert fit_to_samples(hp, 20)["prompts_per_step"] == 4
+    assert fit_to_samples(hp, 20)["prompts_per_step"] == 8
+    ttrv = resolve_method("ttrv")["hyperparameters"]
+    assert fit_to_samples(ttrv, 1)["generation_batch_size"] == 16
+    assert fit_to_samples(ttrv, 20)["generation_batch_size"] == 64
 
 
 def test_the_reward_votes_on_every_rollout_and_rewards_the_trained_ones():
