@@ -106,3 +106,4 @@ def test_the_trainer_takes_one_step_per_prompt_and_steps_the_lr_per_round(demo_d
     assert log.attrs["optimizer_steps"] == 8
     assert log.attrs["learning_rates"] == pytest.approx([1e-3 * f for f in (0.0, 1.0, 0.75, 0.25) for _ in range(2)])
     assert len(log) == 4
+    assert log.attrs["temperature"] == 1.5  # the tiny model is a Qwen2.5-VL: the logs' 1.5

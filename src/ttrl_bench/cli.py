@@ -137,6 +137,8 @@ def cmd_adapt(args) -> None:
         "adapt_sample_ids": list(samples["id"]),
         "optimizer_steps": train_log.attrs["optimizer_steps"],
         "losses": train_log.attrs["losses"],
+        "learning_rates": train_log.attrs["learning_rates"],  # per optimizer step (verl logs actor/lr per round)
+        "rollout_temperature": train_log.attrs["temperature"],
         "processes": process_state().num_processes,
         "weights_changed": train_log.attrs["weights_changed"],
         "weights_changed_saved": train_log.attrs["weights_changed_saved"],

@@ -591,6 +591,7 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
     records.attrs["optimizer_steps"] = trainer.state.global_step
     records.attrs["losses"] = progress.losses
     records.attrs["learning_rates"] = progress.learning_rates
+    records.attrs["temperature"] = hp["temperature"]  # resolved: "family" names none
     records.attrs["verifications"] = reward.verifications
     records.attrs["weights_changed"] = before.changed_fraction(model)
     records.attrs["weights_changed_saved"] = before.changed_fraction(model, save_dtype) if save_dtype else None
