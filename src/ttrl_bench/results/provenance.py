@@ -26,7 +26,7 @@ LOG_MODELS = {"InternVL2_5-4B": "InternVL2.5-4B", "InternVL3-2B": "InternVL3-2B"
 # the paper's method -> the adaptation samples its logs must have (None: any)
 ADAPTED = {"ttrv": None, "ttrv-20-samples": 20, "ttrv-500-samples": 500}
 FLAGS = ["selected_on_test", "subset_metric", "truncated", "collapsed", "no_log", "log_disagrees"]
-COLUMNS = ["log_file", "log_value", "log_metric", "log_epochs", "epochs_tried", "log_n_adapt", "log_gpus",
+COLUMNS = ["log_file", "log_value", "log_metric", "log_accuracy", "log_epochs", "epochs_tried", "log_n_adapt", "log_gpus",
            "log_rounds", "log_optimizer_steps", *FLAGS]
 COLLAPSE_POINTS = 10.0
 
@@ -83,7 +83,10 @@ def _cell(row, runs: pd.DataFrame) -> dict:
     best = not out["log_disagrees"] and value >= siblings[column].max()
     out.update(selected_on_test=adapted and len(epochs) > 1 and best,
                collapsed=adapted and bool(run["collapsed"]))
-    return {**out, "log_file": run["file"], "log_value": value, "log_metric": metric, "log_epochs": run["epochs"],
+    # the log's full-test accuracy: what our accuracy compares with (None where no log gives the cell)
+    accuracy = None if out["log_disagrees"] else run[f"{when}_acc"]
+    return {**out, "log_file": run["file"], "log_value": value, "log_metric": metric, "log_accuracy": accuracy,
+            "log_epochs": run["epochs"],
             "epochs_tried": ",".join(map(str, epochs)), "log_n_adapt": run["n_adapt"], "log_gpus": run["n_gpus"],
             "log_rounds": run["rounds"], "log_optimizer_steps": run["optimizer_steps"]}
 
