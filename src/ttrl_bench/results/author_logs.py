@@ -35,6 +35,7 @@ _STEP = re.compile(r"step:(\d+) - (.*)")
 _NP_FLOAT = re.compile(r"np\.float64\(([^()]*)\)")
 # a pprinted dict's continuation line starts with a quote, a closing bracket or a bare value;
 # anything else inside a block is noise pasted in by a concurrent writer (a tqdm bar, a path)
+_PASTED = re.compile(r"\S {2,}('.*)$")  # `vscode-remote://...log      'param_offload': False,`
 _CONTINUATION = re.compile(r"^ *['\"\]}]|^ *[\w.-]+[,}\]]+$")  # `1,`: a value pprint wrapped
 
 RUN_COLUMNS = [
@@ -51,14 +52,17 @@ class AuthorLogError(ValueError):
 
 def _lines(path: Path) -> list[tuple[int, str, str]]:
     """(line number, Ray actor or "", text) per printed line: ANSI codes removed, each tqdm
-    carriage-return segment its own line, the Ray prefix split off (also mid-line, where Ray
-    merged two actors' output into one line)."""
+    carriage-return segment its own line (under the actor that printed the line), the Ray prefix
+    split off, also mid-line where Ray merged two actors' output into one line."""
     out = []
-    for number, raw in enumerate(path.read_text(errors="replace").splitlines(), 1):
+    with path.open(newline="", errors="replace") as handle:  # newline="": keep tqdm's bare \r
+        physical = handle.read().split("\n")
+    for number, raw in enumerate(physical, 1):
+        actor = ""
         for segment in _ANSI.sub("", raw).split("\r"):
             pieces = _RAY.split(segment)
             if pieces[0].strip():
-                out.append((number, "", pieces[0]))
+                out.append((number, actor, pieces[0]))
             for actor, text in zip(pieces[1::2], pieces[2::2]):
                 out.append((number, actor, text))
     return out
@@ -71,7 +75,8 @@ def _block(lines, start: int, path: Path) -> tuple[str, int]:
     parts, depth, i = [text], _depth(text), start + 1
     while depth > 0 and i < len(lines):
         _, actor, text = lines[i]
-        if actor == "TaskRunner" and _CONTINUATION.match(text):
+        text = text if _CONTINUATION.match(text) else (_PASTED.search(text) or [None, None])[1]
+        if actor == "TaskRunner" and text:
             parts.append(text)
             depth += _depth(text)
         i += 1
@@ -169,7 +174,7 @@ def parse_log(path: Path) -> tuple[dict, pd.DataFrame]:
             current.append(float(match[1]))
             pending = False
         elif (match := re.match(r'\("(Initial|Final) validation metrics: ', text)):
-            block, i = _block(lines, i - 1, path)
+            block, _ = _block(lines, i - 1, path)  # scan its lines too: a step line can sit inside
             dicts[match[1]] = _metrics_dict(block, path, number)
         if match := _STEP.search(text):
             if current:
@@ -245,7 +250,8 @@ def import_logs(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 def write_shipped(runs: pd.DataFrame, steps: pd.DataFrame, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     runs.to_csv(out_dir / "author_runs.csv", index=False, float_format="%.10g")
-    steps.to_csv(out_dir / "author_steps.csv.gz", index=False, float_format="%.6g")
+    steps.to_csv(out_dir / "author_steps.csv.gz", index=False, float_format="%.6g",
+                 compression={"method": "gzip", "mtime": 0})  # the same bytes on every rebuild
 
 
 def shipped_runs() -> pd.DataFrame:

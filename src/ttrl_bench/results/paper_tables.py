@@ -181,6 +181,8 @@ def _score_cells(key, spec: Table, cells: pd.DataFrame, long: pd.DataFrame, main
             # per run, the first candidate metric it has
             found = found.assign(rank=found["our_metric"].map(candidates.index)).sort_values("rank")
             found = found.drop_duplicates("run_id")
+            if found.empty:  # most (table, method, metric) have no run: skip pandas' costly empty agg
+                continue
             agg = found.groupby(["model", "dataset"], as_index=False).agg(
                 ours=("value", SEED_AGGREGATE.get(metric, "mean")), our_metric=("our_metric", "first"))
             bounds = [interval(group["value"], group["n"].mean(), metric)

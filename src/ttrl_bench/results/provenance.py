@@ -55,12 +55,14 @@ def log_runs(author_runs: pd.DataFrame) -> pd.DataFrame:
 
 def _cell(row, runs: pd.DataFrame) -> dict:
     out = dict.fromkeys(FLAGS, False)
+    # Table 11's means / stds over seeds and methods other than TTRV come from no single log
+    if row["method"] not in ("zero-shot", *ADAPTED) or row["metric"] not in ("top1_acc", "acc"):
+        return {**out, "no_log": True}
     candidates = runs[(runs["paper_model"] == row["model"]) & (runs["paper_dataset"] == row["dataset"])]
     adapted = row["method"] != "zero-shot"
     if adapted and ADAPTED.get(row["method"], -1) is not None:
         candidates = candidates[candidates["n_adapt"] == ADAPTED.get(row["method"], -1)]
-    # Table 11's means / stds over seeds and methods other than TTRV come from no single log
-    if row["method"] not in ("zero-shot", *ADAPTED) or row["metric"] not in ("top1_acc", "acc") or candidates.empty:
+    if candidates.empty:
         return {**out, "no_log": True}
     when = "final" if adapted else "initial"
     found = []
