@@ -354,7 +354,9 @@ def cmd_render_tables(args) -> None:
 
 def cmd_plot_figures(args) -> None:
     from .results import figures
+    from .results.author_logs import shipped_runs, shipped_steps
     from .results.paper_tables import published_markers
+    from .results.provenance import log_runs
     from .results.store import read_table
 
     out, db = Path(args.out_dir), Path(args.db)
@@ -364,7 +366,14 @@ def cmd_plot_figures(args) -> None:
         runs = _main_protocol(runs, args)
     figures.accuracy_bars(runs, out / "accuracy.png", published_markers(read_table(db, "published"), model_names, dataset_names))
     train_log = read_table(db, "train_log")
-    figures.training_curves(train_log, out / "training_curves.png")
+    author_runs, author_steps = read_table(db, "author_runs"), read_table(db, "author_steps")
+    if author_runs.empty:  # a store ingested before the authors' tables existed
+        author_runs, author_steps = shipped_runs(), shipped_steps()
+    ours = set() if train_log.empty else {(model_names.get(m, m), dataset_names.get(d, d))
+                                          for m, d in zip(train_log["model"], train_log["train_dataset"])}
+    logs = log_runs(author_runs)
+    highlight = set(logs.loc[[pair in ours for pair in zip(logs["paper_model"], logs["paper_dataset"])], "file"])
+    figures.training_curves(train_log, out / "training_curves.png", author_runs, author_steps, highlight)
     figures.cross_dataset_heatmap(runs, out / "cross_dataset.png")
     figures.step_costs(train_log, out / "step_costs.png")
 
