@@ -29,18 +29,27 @@ def _in_domain(runs: pd.DataFrame) -> pd.DataFrame:
 def accuracy_bars(runs: pd.DataFrame, path: Path, published: pd.DataFrame | None = None) -> None:
     """Base vs adapted scores per dataset (in-domain runs), one bar per method; a black tick on a
     bar marks the paper's value for that model, method and dataset where one is published
-    (`published`: model, method, target_dataset, metric, value under our names)."""
+    (`published`: model, method, target_dataset, metric, value under our names). Value labels
+    stand upright, so neighbours never overlap (59.1 beside 60.7); a score of 0 gets an x at the
+    base, since its bar has no height; the legend sits right of the axes, off the bars."""
     wide = _in_domain(runs).pivot_table(index=["model", "target_dataset", "metric"], columns="method", values="value", aggfunc="mean")
     methods = ["zero-shot"] + sorted(c for c in wide.columns if c != "zero-shot")
     wide = wide.reindex(columns=[m for m in methods if m in wide.columns])
     paper = {} if published is None else published.set_index(["model", "target_dataset", "metric", "method"])["value"].to_dict()
-    fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(wide) + 2), 3.2))
+    fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(wide) + 2) + 1.8, 3.6))
     width = 0.8 / max(1, len(wide.columns))
     tick_label = "published"  # one legend entry for all ticks
     for i, method in enumerate(wide.columns):
         xs = [j + i * width for j in range(len(wide))]
         bars = ax.bar(xs, wide[method], width, label=METHOD_LABELS.get(method, method))
-        ax.bar_label(bars, fmt="%.1f", fontsize=7)
+        # upright labels: inside tall bars (clear of the published ticks near their tops), above short ones
+        values = wide[method].tolist()
+        ax.bar_label(bars, [f"{v:.1f}" if v >= 15 else "" for v in values], fontsize=6, rotation=90,
+                     label_type="center", color="white")
+        ax.bar_label(bars, [f"{v:.1f}" if v < 15 else "" for v in values], fontsize=6, rotation=90, padding=6)
+        zeros = [x for x, value in zip(xs, values) if value == 0]
+        if zeros:
+            ax.scatter(zeros, [1.0] * len(zeros), marker="x", s=18, color=bars.patches[0].get_facecolor(), zorder=3)
         ticks = [(x, paper[(*key, method)]) for x, key in zip(xs, wide.index) if (*key, method) in paper]
         if ticks:
             ax.scatter(*zip(*ticks), marker="_", s=200, color="black", zorder=3, label=tick_label)
@@ -48,8 +57,9 @@ def accuracy_bars(runs: pd.DataFrame, path: Path, published: pd.DataFrame | None
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(wide))])
     ax.set_xticklabels([f"{m}\n{d}\n({metric})" for m, d, metric in wide.index], fontsize=8)
     ax.set_ylabel("score (%)")
-    ax.set_ylim(0, 100)
-    ax.legend(fontsize=7, loc="upper right")
+    ax.set_ylim(0, 105)
+    ax.set_yticks(range(0, 101, 20))
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     ax.set_title("Greedy scores before and after test-time RL", fontsize=9)
     _save(fig, path)
 
