@@ -192,3 +192,21 @@ def test_status_needs_the_paper_and_the_log_inside_our_interval(cell_logs, ours,
     assert cell["paper_value"] == 58.26 and cell["log_accuracy"] == pytest.approx(100 * 283 / 490)
     assert cell["status"] == status
     assert pt.fidelity_summary(comparison).iloc[-1][status.replace(" ", "_")] >= 1
+
+
+def test_training_curves_draw_ours_beside_the_authors(tmp_path):
+    from ttrl_bench.results import figures
+
+    steps = [{"model": "m", "method": "ttrv", "train_dataset": "d", "seed": 0, "step": s, "label_accuracy": 0.5,
+              "majority_fraction": 0.6, "unparsable_fraction": 0.1, "completion_length": 2.0} for s in range(20)]
+    steps += [{"model": "m", "method": "vr-ttrl", "train_dataset": "g", "seed": 0, "step": s, "majority_fraction": 0.9,
+               "unparsable_fraction": 0.0, "completion_length": 41.0} for s in range(2)]  # older log: no label_accuracy
+    runs = shipped_runs()
+    runs = runs[runs["file"].str.startswith("ai2d_20_")]  # 12 logs, one collapsed (9.47 after 20 epochs)
+    author_steps = shipped_steps()
+    author_steps = author_steps[author_steps["file"].isin(runs["file"])]
+    log = "ai2d_20_OpenGVLab_InternVL3-2B_2e_0916_235226.log"
+    figures.training_curves(pd.DataFrame(steps), tmp_path / "curves.png", runs, author_steps, {log})
+    figures.training_curves(pd.DataFrame(), tmp_path / "empty.png")
+    for name in ("curves", "empty"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 10_000 and (tmp_path / f"{name}.pdf").exists()
