@@ -202,7 +202,7 @@ def test_training_curves_draw_ours_beside_the_authors(tmp_path):
     steps += [{"model": "m", "method": "vr-ttrl", "train_dataset": "g", "seed": 0, "step": s, "majority_fraction": 0.9,
                "unparsable_fraction": 0.0, "completion_length": 41.0} for s in range(2)]  # older log: no label_accuracy
     runs = shipped_runs()
-    runs = runs[runs["file"].str.startswith("ai2d_20_")]  # 12 logs, one collapsed (9.47 after 20 epochs)
+    runs = runs[runs["file"].str.startswith("ai2d_20_")]  # 12 logs, 3 collapsed (InternVL3-2B 5 and 10 epochs, 3-8B 20)
     author_steps = shipped_steps()
     author_steps = author_steps[author_steps["file"].isin(runs["file"])]
     log = "ai2d_20_OpenGVLab_InternVL3-2B_2e_0916_235226.log"
@@ -210,3 +210,19 @@ def test_training_curves_draw_ours_beside_the_authors(tmp_path):
     figures.training_curves(pd.DataFrame(), tmp_path / "empty.png")
     for name in ("curves", "empty"):
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000 and (tmp_path / f"{name}.pdf").exists()
+
+
+def test_import_author_logs_command_writes_both_files_or_refuses(tmp_path, caplog):
+    from ttrl_bench.cli import main
+
+    logs = tmp_path / "verl" / "logs" / "mathvista"
+    logs.mkdir(parents=True)
+    (logs / EXCERPT.name).write_bytes(EXCERPT.read_bytes())
+    (logs / "absent_from_the_mirror.log").write_bytes(b"")  # a log over 4 MiB: an empty file, skipped
+    assert main(["import-author-logs", str(tmp_path / "verl"), "--out-dir", str(tmp_path / "out")]) == 0
+    runs = pd.read_csv(tmp_path / "out" / "author_runs.csv")
+    assert runs["file"].tolist() == [EXCERPT.name] and runs["rounds"].tolist() == [4]
+    assert len(pd.read_csv(tmp_path / "out" / "author_steps.csv.gz")) == 4
+    (logs / "cut.log").write_bytes(b"\n".join(EXCERPT.read_bytes().split(b"\n")[:20]))
+    assert main(["import-author-logs", str(tmp_path / "verl"), "--out-dir", str(tmp_path / "out")]) == 1
+    assert "cut.log:1: " in caplog.text
