@@ -328,7 +328,9 @@ def provenance_layout(comparison: pd.DataFrame) -> pd.DataFrame:
     cells = comparison[comparison["log_file"].notna()] if "log_file" in comparison else comparison.iloc[:0]
     rows = [{"model": row["model"], "method": row["method"], "dataset": row["dataset"],
              "paper": _number(row["paper_value"], row["metric"]),
-             "authors' log": f"{row['log_value']:.2f} ({row['log_metric']})",
+             "authors' log": f"{row['log_value']:.3f} ({row['log_metric']}"
+                             + (f"; accuracy {row['log_accuracy']:.3f})" if row["log_metric"] != "accuracy"
+                                and pd.notna(row["log_accuracy"]) else ")"),
              "log run": _run_configuration(row), "log file": row["log_file"],
              "flags": ", ".join(flag for flag in FLAGS if row[flag]) or "–",
              "ours": "–" if pd.isna(row["ours"]) else f"{row['ours']:.2f}{half_width(row)}", "status": row["status"]}
