@@ -51,6 +51,8 @@ rule render_tables:
             category="Tables",
         ),
         fidelity_csv="results/tables/fidelity.csv",
+        # each TTRV cell's authors' log and provenance flags (ttrl_bench.results.provenance)
+        provenance="results/tables/ttrv_provenance.csv",
         preparation=report(
             "results/tables/data_preparation.md",
             caption="../workflow/report/data_preparation.rst",

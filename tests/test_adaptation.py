@@ -37,6 +37,8 @@ def test_group_reward_parses_and_scores_each_group():
     assert record["rollout_accuracy"] == pytest.approx((2 / 4 + 1 / 4) / 2)
     assert record["majority_fraction"] == pytest.approx((2 / 4 + 3 / 4) / 2)
     assert record["unparsable_fraction"] == pytest.approx((1 / 4 + 0) / 2)
+    # the majority answer is right in x (A, gold A), wrong in y (C, gold D): the authors' label_accuracy
+    assert record["label_accuracy"] == pytest.approx((1 + 0) / 2)
 
 
 def test_split_group_is_refused():

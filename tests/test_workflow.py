@@ -114,13 +114,13 @@ def test_demo_produces_store_tables_and_figures(demo_run):
     table = (demo_run / "results/tables/ttrv_table1_layout.md").read_text()
     assert "| w/ TTRV |" in table and "| Δ TTRL |" in table and "| w/ DARE |" in table
     assert "| w/ VR-TTRL |" in table
-    assert "0 of 126 cells reproduced" in table
+    assert "0 of 126 cells agree" in table
     assert (demo_run / "results/audit/reward_audit.png").stat().st_size > 10_000
     # every published table, in three formats; nothing of the demo counts as a paper cell
     for paper, number in PAPER_TABLES:
         for ext in ("md", "tex", "csv"):
             assert (demo_run / f"results/tables/{paper}_table{number}.{ext}").stat().st_size > 0
-    assert "| total |  | 587 | 0 | 587 |" in (demo_run / "results/tables/fidelity.md").read_text()
+    assert "| total |  | 587 | 0 | 0 | 587 |" in (demo_run / "results/tables/fidelity.md").read_text()
     preparation = (demo_run / "results/tables/data_preparation.md").read_text()
     assert "| demo-digits | Digits | 1797 | 1797 | – | – | – |" in preparation
     for figure in ("accuracy", "training_curves", "cross_dataset", "step_costs"):

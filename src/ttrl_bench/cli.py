@@ -260,6 +260,15 @@ def cmd_ingest(args) -> None:
     print(json.dumps(counts))
 
 
+def cmd_import_author_logs(args) -> None:
+    from .results.author_logs import AUTHOR_RUNS_CSV, import_logs, write_shipped
+
+    runs, steps = import_logs(Path(args.log_dir))
+    out = Path(args.out_dir) if args.out_dir else Path(str(AUTHOR_RUNS_CSV)).parent
+    write_shipped(runs, steps, out)
+    log.info("%d logs, %d rounds -> %s (author_runs.csv, author_steps.csv.gz)", len(runs), len(steps), out)
+
+
 def _names(args) -> tuple[dict, dict]:
     """Our model / dataset names -> the papers' (config models.<m>.paper_name, tables.dataset_names)."""
     from .datasets.registry import REGISTRY
@@ -278,6 +287,8 @@ def cmd_render_tables(args) -> None:
 
     from .datasets.registry import REGISTRY
     from .results import paper_tables as pt
+    from .results.author_logs import shipped_runs
+    from .results.provenance import flag_counts, provenance
     from .results.store import RUN_COLUMNS, read_table
     from .results.tables import method_table, preparation_table, to_markdown
 
@@ -291,13 +302,18 @@ def cmd_render_tables(args) -> None:
     prep_stats = read_table(db, "prep_stats")
     ours = pt.our_cells(published, all_runs, read_table(db, "metrics"), prep_stats,
                         read_table(db, "benchmarks"), model_names, dataset_names, (str(args.n_adapt), args.sampling))
-    comparison = pt.compare(published, ours)
+    author_runs = read_table(db, "author_runs")
+    cell_logs = provenance(published, shipped_runs() if author_runs.empty else author_runs)
+    comparison = pt.compare(published, ours, cell_logs)
     for (paper, table), spec in pt.TABLES.items():
         cells = comparison[(comparison["paper"] == paper) & (comparison["table"] == table)]
         stem = out / f"{paper}_table{table}"
         wide = pt.layout(cells)
         notes = "".join(f"- {note}\n" for note in pt.metric_notes(cells))
-        stem.with_suffix(".md").write_text(f"# {spec.title}\n\n{pt.summary_line(cells)}\n\n{to_markdown(wide)}\n{notes}")
+        logs = pt.provenance_layout(cells)
+        logs = ("" if logs.empty else "\n## Paper | the authors' log that gave the cell (results/provenance.py) | ours\n\n"
+                + to_markdown(logs, index=False))
+        stem.with_suffix(".md").write_text(f"# {spec.title}\n\n{pt.summary_line(cells)}\n\n{to_markdown(wide)}\n{notes}{logs}")
         stem.with_suffix(".tex").write_text(pt.to_latex(wide, spec.title))
         cells.to_csv(stem.with_suffix(".csv"), index=False)
     preparation = preparation_table(prep_stats, published, dataset_names)
@@ -307,8 +323,12 @@ def cmd_render_tables(args) -> None:
         + to_markdown(preparation, index=False, digits=0))
     fidelity = pt.fidelity_summary(comparison)
     fidelity.to_csv(out / "fidelity.csv", index=False)
-    (out / "fidelity.md").write_text("# Fidelity: published cells with a reproduced counterpart\n\n"
-                                     + to_markdown(fidelity, index=False))
+    cell_logs.to_csv(out / "ttrv_provenance.csv", index=False)
+    (out / "fidelity.md").write_text(
+        "# Fidelity: published cells against ours (agrees: the paper's value inside our 95% interval)\n\n"
+        + to_markdown(fidelity, index=False)
+        + "\n# Where TTRV's published cells come from: the authors' public verl logs\n\n"
+        + to_markdown(flag_counts(cell_logs), index=False, digits=0))
 
     # Our runs in TTRV Table 1's layout: the main protocol only
     runs = _main_protocol(all_runs, args)
@@ -317,10 +337,10 @@ def cmd_render_tables(args) -> None:
     table1.to_csv(out / "ttrv_table1_layout.csv")
     cells = comparison[(comparison["paper"] == "ttrv") & (comparison["table"] == 1)]
     cells.to_csv(out / "ttrv_table1_vs_published.csv", index=False)
-    reproduced = int((cells["status"] == "reproduced").sum())
+    agree = int((cells["status"] == "agrees").sum())
     text = (
         "# Our runs in the layout of TTRV Table 1 (top-1 accuracy, %)\n\n" + to_markdown(table1)
-        + f"\n# TTRV Table 1: published vs ours ({reproduced} of {len(cells)} cells reproduced)\n\n"
+        + f"\n# TTRV Table 1: published vs ours ({agree} of {len(cells)} cells agree)\n\n"
         + to_markdown(cells, index=False)
     )
     grounding = runs[runs["metric"].isin(["box_giou", "giou"])]
@@ -331,12 +351,14 @@ def cmd_render_tables(args) -> None:
                  + to_markdown(method_table(grounding, training_sets)))
     (out / "ttrv_table1_layout.md").write_text(text)
     total = fidelity.iloc[-1]
-    log.info("tables written to %s (%d of %d published cells reproduced)", out, total["reproduced"], total["cells"])
+    log.info("tables written to %s (%d of %d published cells agree with ours)", out, total["agrees"], total["cells"])
 
 
 def cmd_plot_figures(args) -> None:
     from .results import figures
+    from .results.author_logs import shipped_runs, shipped_steps
     from .results.paper_tables import published_markers
+    from .results.provenance import log_runs
     from .results.store import read_table
 
     out, db = Path(args.out_dir), Path(args.db)
@@ -346,7 +368,14 @@ def cmd_plot_figures(args) -> None:
         runs = _main_protocol(runs, args)
     figures.accuracy_bars(runs, out / "accuracy.png", published_markers(read_table(db, "published"), model_names, dataset_names))
     train_log = read_table(db, "train_log")
-    figures.training_curves(train_log, out / "training_curves.png")
+    author_runs, author_steps = read_table(db, "author_runs"), read_table(db, "author_steps")
+    if author_runs.empty:  # a store ingested before the authors' tables existed
+        author_runs, author_steps = shipped_runs(), shipped_steps()
+    ours = set() if train_log.empty else {(model_names.get(m, m), dataset_names.get(d, d))
+                                          for m, d in zip(train_log["model"], train_log["train_dataset"])}
+    logs = log_runs(author_runs)
+    highlight = set(logs.loc[[pair in ours for pair in zip(logs["paper_model"], logs["paper_dataset"])], "file"])
+    figures.training_curves(train_log, out / "training_curves.png", author_runs, author_steps, highlight)
     figures.cross_dataset_heatmap(runs, out / "cross_dataset.png")
     figures.step_costs(train_log, out / "step_costs.png")
 
@@ -472,6 +501,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dirs", nargs="*", default=[])
     p.add_argument("--benchmark-dir", help="Snakemake benchmark files (results/benchmarks), for TTRV Table 10")
     p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("import-author-logs", help="parse the TTRV authors' verl logs (a clone's verl/logs) into "
+                                                  "author_runs.csv / author_steps.csv.gz")
+    p.add_argument("log_dir", help="a directory searched for *.log (Akshit21112002/TTRV's verl/logs)")
+    p.add_argument("--out-dir", help="where to write the two files (default: the package's shipped copies)")
+    p.set_defaults(func=cmd_import_author_logs)
 
     # shared by render-tables and plot-figures: paper names and the main protocol
     names = argparse.ArgumentParser(add_help=False)

@@ -183,6 +183,8 @@ class GroupReward:
             "reward_mean": sum(group_rewards) / len(group_rewards),
             "answer_entropy": answer_entropy(hashable),
             "majority_fraction": sum(a == label for a in hashable) / n if label is not None else 0.0,
+            # the authors' train/label_accuracy: is the majority answer (the pseudo-label) correct
+            "label_accuracy": float(self.task.score(parsed[hashable.index(label)], gold)) if label is not None else 0.0,
             "unparsable_fraction": sum(p is None for p in parsed) / n,
             "rollout_accuracy": sum(self.task.score(p, gold) for p in parsed) / n,
         }

@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import NullFormatter, ScalarFormatter  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .tables import METHOD_LABELS  # noqa: E402
@@ -28,18 +29,27 @@ def _in_domain(runs: pd.DataFrame) -> pd.DataFrame:
 def accuracy_bars(runs: pd.DataFrame, path: Path, published: pd.DataFrame | None = None) -> None:
     """Base vs adapted scores per dataset (in-domain runs), one bar per method; a black tick on a
     bar marks the paper's value for that model, method and dataset where one is published
-    (`published`: model, method, target_dataset, metric, value under our names)."""
+    (`published`: model, method, target_dataset, metric, value under our names). Value labels
+    stand upright, so neighbours never overlap (59.1 beside 60.7); a score of 0 gets an x at the
+    base, since its bar has no height; the legend sits right of the axes, off the bars."""
     wide = _in_domain(runs).pivot_table(index=["model", "target_dataset", "metric"], columns="method", values="value", aggfunc="mean")
     methods = ["zero-shot"] + sorted(c for c in wide.columns if c != "zero-shot")
     wide = wide.reindex(columns=[m for m in methods if m in wide.columns])
     paper = {} if published is None else published.set_index(["model", "target_dataset", "metric", "method"])["value"].to_dict()
-    fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(wide) + 2), 3.2))
+    fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(wide) + 2) + 1.8, 3.6))
     width = 0.8 / max(1, len(wide.columns))
     tick_label = "published"  # one legend entry for all ticks
     for i, method in enumerate(wide.columns):
         xs = [j + i * width for j in range(len(wide))]
         bars = ax.bar(xs, wide[method], width, label=METHOD_LABELS.get(method, method))
-        ax.bar_label(bars, fmt="%.1f", fontsize=7)
+        # upright labels: inside tall bars (clear of the published ticks near their tops), above short ones
+        values = wide[method].tolist()
+        ax.bar_label(bars, [f"{v:.1f}" if v >= 15 else "" for v in values], fontsize=6, rotation=90,
+                     label_type="center", color="white")
+        ax.bar_label(bars, [f"{v:.1f}" if v < 15 else "" for v in values], fontsize=6, rotation=90, padding=6)
+        zeros = [x for x, value in zip(xs, values) if value == 0]
+        if zeros:
+            ax.scatter(zeros, [1.0] * len(zeros), marker="x", s=18, color=bars.patches[0].get_facecolor(), zorder=3)
         ticks = [(x, paper[(*key, method)]) for x, key in zip(xs, wide.index) if (*key, method) in paper]
         if ticks:
             ax.scatter(*zip(*ticks), marker="_", s=200, color="black", zorder=3, label=tick_label)
@@ -47,8 +57,9 @@ def accuracy_bars(runs: pd.DataFrame, path: Path, published: pd.DataFrame | None
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(wide))])
     ax.set_xticklabels([f"{m}\n{d}\n({metric})" for m, d, metric in wide.index], fontsize=8)
     ax.set_ylabel("score (%)")
-    ax.set_ylim(0, 100)
-    ax.legend(fontsize=7, loc="upper right")
+    ax.set_ylim(0, 105)
+    ax.set_yticks(range(0, 101, 20))
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     ax.set_title("Greedy scores before and after test-time RL", fontsize=9)
     _save(fig, path)
 
@@ -111,28 +122,119 @@ def step_costs(train_log: pd.DataFrame, path: Path) -> None:
     _save(fig, path)
 
 
-def training_curves(train_log: pd.DataFrame, path: Path, window: int = 10) -> None:
-    """TTRV Figure 1 (right): rollout accuracy against the hidden labels and the entropy of the
-    answer distribution per adaptation step (per generation round for VR-TTRL, averaged over its
-    samples), as a running mean over `window` steps since each step sees different prompts; mean
-    over seeds with a min-max band."""
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3))
+# (our train_log column, the authors' author_steps key, panel label): what explains a gain. The
+# majority-vote label accuracy is how often the pseudo-label TTRV rewards is right; the rollout
+# accuracy alone (the share of correct votes) can fall while greedy accuracy rises.
+CURVES = [
+    ("label_accuracy", "train/label_accuracy", "majority-vote label accuracy"),
+    ("majority_fraction", "train/majority_ratio", "majority ratio (votes for the majority answer)"),
+    ("unparsable_fraction", None, "unparsable share of votes"),
+    ("completion_length", "response_length/mean", "response length (tokens, log scale)"),
+]
+
+
+def _our_curves(axes, train_log: pd.DataFrame, window: int) -> None:
+    """Per (model, method, dataset): per step (VR-TTRL: mean over its samples), a running mean over
+    `window` steps per seed, then the mean over seeds with a min-max band."""
+    if train_log.empty:
+        for ax in axes:
+            _empty(ax, "no adaptation runs")
+        return
     for (model, method, dataset), frame in train_log.groupby(["model", "method", "train_dataset"]):
-        for ax, column, label in (
-            (axes[0], "rollout_accuracy", "rollout accuracy"),
-            (axes[1], "answer_entropy", "answer entropy (nats)"),
-        ):
-            # per seed and step (VR-TTRL: mean over its samples), then a running mean over steps
+        color = None
+        for ax, (column, _, _) in zip(axes, CURVES):
+            if column not in frame or frame[column].isna().all():
+                continue
             per_step = frame.groupby(["seed", "step"], as_index=False)[column].mean().sort_values("step")
             per_step["value"] = per_step.groupby("seed")[column].transform(lambda v: v.rolling(window, min_periods=1).mean())
             stats = per_step.groupby("step")["value"].agg(["mean", "min", "max"])
-            line = ax.plot(stats.index, stats["mean"], label=f"{model}: {METHOD_LABELS.get(method, method)} ({dataset})")
-            ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.15, color=line[0].get_color())
-            ax.set_xlabel("adaptation step")
-            ax.set_ylabel(label)
-    axes[0].legend(fontsize=7)
-    fig.suptitle(f"Adaptation dynamics, {window}-step running mean (hidden labels used for plotting only)", fontsize=9)
-    _save(fig, path)
+            few = len(stats) <= 3  # VR-TTRL's per-sample rounds: markers, not a line
+            line = ax.plot(stats.index, stats["mean"], marker="o" if few else None, ls=":" if few else "-", color=color,
+                           label=f"ours, {model}: {METHOD_LABELS.get(method, method)} ({dataset})")
+            color = line[0].get_color()
+            ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.15, color=color)
+    for ax, (column, _, label) in zip(axes, CURVES):
+        if column not in train_log or train_log[column].isna().all():
+            _empty(ax, f"{column} not in the training log")
+        ax.set_xlabel("adaptation step")
+
+
+def _author_curves(axes, author_runs: pd.DataFrame, author_steps: pd.DataFrame, highlight: set[str]) -> None:
+    """Every TTRV log's per-round curve against the fraction of its run (runs last 4 to 310 rounds),
+    a 5-round running mean; collapsed runs (final accuracy > 10 points below initial) in red, the
+    logs of our (model, dataset) pairs labelled, the median of the others in black."""
+    from .provenance import log_runs
+
+    runs = log_runs(author_runs).set_index("file")
+    steps = author_steps[author_steps["file"].isin(runs.index)]
+    grid = [i / 50 for i in range(51)]
+    colors = iter(plt.cm.Dark2.colors * 4)  # not the default cycle, which our runs use
+    highlight_colors = {file: next(colors) for file in sorted(highlight)}
+    for ax, (_, key, label) in zip(axes, CURVES):
+        if key is None:
+            _empty(ax, "not in the authors' logs")
+            continue
+        curves = []
+        for file, frame in steps.groupby("file"):
+            frame = frame.sort_values("step")
+            x = frame["step"] / frame["step"].max()
+            y = frame[key].rolling(5, min_periods=1).mean()
+            run = runs.loc[file]
+            if file in highlight:
+                ax.plot(x, y, lw=1.5, color=highlight_colors[file],
+                        label=f"authors, {run['model']} {run['dataset']}: {file}")
+            elif run["collapsed"]:
+                ax.plot(x, y, color="tab:red", lw=0.8, alpha=0.6)
+            else:
+                ax.plot(x, y, color="grey", lw=0.5, alpha=0.3)
+                curves.append(pd.Series(y.values, index=x.values).reindex(grid, method="nearest"))
+        if curves:
+            ax.plot(grid, pd.concat(curves, axis=1).median(axis=1), color="black", lw=1.8)
+        ax.set_xlabel("fraction of the run (round / rounds)")
+    # one legend entry per style, named once
+    axes[0].plot([], [], color="grey", lw=0.8, label=f"authors' runs ({int((~runs['collapsed']).sum())} logs)")
+    axes[0].plot([], [], color="tab:red", lw=0.8,
+                 label=f"collapsed: final > 10 points below initial ({int(runs['collapsed'].sum())} logs)")
+    axes[0].plot([], [], color="black", lw=1.8, label="median of the runs that did not collapse")
+
+
+def training_curves(train_log: pd.DataFrame, path: Path, author_runs: pd.DataFrame | None = None,
+                    author_steps: pd.DataFrame | None = None, highlight: set[str] = frozenset(), window: int = 10) -> None:
+    """What explains a gain, ours (left, per adaptation step) beside the TTRV authors' runs (right,
+    per rollout round, from their verl logs): the majority-vote label accuracy, the majority ratio,
+    the unparsable share and the response length (TTRV Figure 1 right shows the first two).
+    Fractions share a 0-1 axis and lengths a log axis, so no run with few points sets the range;
+    the legends sit below the panels. `highlight`: log files of our own (model, dataset) pairs."""
+    fig, axes = plt.subplots(len(CURVES), 2, figsize=(11, 2.6 * len(CURVES) + 1.2))
+    _our_curves(axes[:, 0], train_log, window)
+    if author_runs is None or author_runs.empty or author_steps is None or author_steps.empty:
+        for ax in axes[:, 1]:
+            _empty(ax, "no authors' logs in the store")
+    else:
+        _author_curves(axes[:, 1], author_runs, author_steps, highlight)
+    for row, (column, _, label) in enumerate(CURVES):
+        for ax in axes[row]:
+            if ax.axison:
+                ax.set_ylabel(label, fontsize=8)
+                if column == "completion_length":
+                    ax.set_yscale("log")
+                    ax.yaxis.set_major_formatter(ScalarFormatter())  # 2, 10, 40: no 4x10^1
+                    ax.yaxis.set_minor_formatter(NullFormatter())
+                else:
+                    ax.set_ylim(-0.02, 1.02)
+    axes[0, 0].set_title(f"ours ({window}-step running mean; hidden labels used for plotting only)", fontsize=9)
+    axes[0, 1].set_title("TTRV authors' verl logs (5-round running mean)", fontsize=9)
+    handles = {}
+    for ax in axes.flat:
+        for handle, text in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(text, handle)
+    fig.tight_layout(rect=(0, 0.01 + 0.013 * ((len(handles) + 1) // 2), 1, 1))
+    if handles:
+        fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=2, fontsize=7, frameon=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150)
+    fig.savefig(path.with_suffix(".pdf"))
+    plt.close(fig)
 
 
 def advantage_audit(frequency_only, full, num_generations: int, path: Path) -> None:

@@ -1,5 +1,6 @@
 """Every published table, regenerated from the store: each of the 587 published cells (published.csv)
-with our value beside it, the delta and a status ("reproduced" / "not run").
+with our value beside it, its 95% interval, the delta and a status: "agrees" (the paper's value, and
+the authors' log's where one produced the cell, inside our interval), "differs" or "not run".
 
 `our_cells` maps our runs onto the papers' vocabulary (models, methods, datasets, metrics) table
 by table, as declared in TABLES; `compare` joins that with the published cells; `layout` and the
@@ -8,10 +9,12 @@ writers lay one table out as the paper does (rows: model x method, columns: data
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
 import pandas as pd
+from scipy import stats
 
 KEY = ["paper", "table", "model", "method", "dataset", "metric"]
 
@@ -35,6 +38,33 @@ METRICS = {
 # How a cell aggregates over seeds. TTRV Table 11 says "mean and standard deviation over 5 seeds"
 # without saying which std; we use the sample std (ddof=1, pandas' default): one seed gives no std.
 SEED_AGGREGATE = {"acc_std": "std"}
+# Paper metrics that are percentages of test items: a binomial (Wilson) interval over the items.
+# gIoU / cIoU average per-item overlaps in [0, 1], whose variance is at most p(1 - p): the same
+# interval is conservative for them.
+PROPORTIONS = {"top1_acc", "acc", "pass@1", "acc_mean", "count_acc", "giou", "ciou"}
+Z95 = stats.norm.ppf(0.975)
+
+
+def wilson(percent: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion given in percent over n items, in percent."""
+    if not n or pd.isna(n) or pd.isna(percent):
+        return math.nan, math.nan
+    p = percent / 100
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return 100 * (centre - half), 100 * (centre + half)
+
+
+def interval(values: pd.Series, n: float, metric: str) -> tuple[float, float]:
+    """95% interval of a cell: Wilson over test items; with several seeds also a t interval over
+    the seeds (training randomness), and the cell gets the wider of the two on each side."""
+    if metric not in PROPORTIONS:
+        return math.nan, math.nan
+    low, high = wilson(values.mean(), n)
+    if len(values) > 1:
+        half = stats.t.ppf(0.975, len(values) - 1) * values.std() / math.sqrt(len(values))
+        low, high = min(low, values.mean() - half), max(high, values.mean() + half)
+    return low, high
 
 
 @dataclass(frozen=True)
@@ -104,19 +134,20 @@ TABLES = {
 }
 
 _RUN_KEYS = ["run_id", "model", "method", "train_dataset", "target_dataset", "n_adapt", "sampling", "seed"]
-_OUT = [*KEY, "ours", "our_metric"]
+_OUT = [*KEY, "ours", "our_metric", "low", "high"]
 
 
 def _long_runs(runs: pd.DataFrame, metrics: pd.DataFrame, model_names: dict, dataset_names: dict) -> pd.DataFrame:
     """One row per (run, our metric), models and datasets under the papers' names."""
     if runs.empty:
-        return pd.DataFrame(columns=[*_RUN_KEYS, "train", "target", "our_metric", "value"])
+        return pd.DataFrame(columns=[*_RUN_KEYS, "n", "train", "target", "our_metric", "value"])
     scores = metrics if not metrics.empty else runs[["run_id", "metric", "value"]]
     # zero-shot adapts nothing: 0 s per image (VR-TTRL Table 8, "0 updates")
     seconds = runs["seconds_per_sample"] if "seconds_per_sample" in runs else pd.Series(float("nan"), runs.index)
     seconds = seconds.where(runs["method"] != "zero-shot", 0.0)
     per_sample = pd.DataFrame({"run_id": runs["run_id"], "metric": "seconds_per_sample", "value": seconds})
-    long = runs[_RUN_KEYS].merge(pd.concat([scores[["run_id", "metric", "value"]], per_sample]).dropna(), on="run_id")
+    runs = runs if "n" in runs else runs.assign(n=math.nan)  # test items behind each score
+    long = runs[[*_RUN_KEYS, "n"]].merge(pd.concat([scores[["run_id", "metric", "value"]], per_sample]).dropna(), on="run_id")
     return long.assign(
         model=long["model"].map(model_names).fillna(long["model"]),
         train=long["train_dataset"].map(dataset_names).fillna(long["train_dataset"]),
@@ -150,8 +181,13 @@ def _score_cells(key, spec: Table, cells: pd.DataFrame, long: pd.DataFrame, main
             # per run, the first candidate metric it has
             found = found.assign(rank=found["our_metric"].map(candidates.index)).sort_values("rank")
             found = found.drop_duplicates("run_id")
+            if found.empty:  # most (table, method, metric) have no run: skip pandas' costly empty agg
+                continue
             agg = found.groupby(["model", "dataset"], as_index=False).agg(
                 ours=("value", SEED_AGGREGATE.get(metric, "mean")), our_metric=("our_metric", "first"))
+            bounds = [interval(group["value"], group["n"].mean(), metric)
+                      for _, group in found.groupby(["model", "dataset"])]  # same order as agg's rows
+            agg[["low", "high"]] = pd.DataFrame(bounds, columns=["low", "high"]) if bounds else None
             out.append(agg.assign(paper=key[0], table=key[1], method=paper_method, metric=metric))
     return out
 
@@ -198,10 +234,13 @@ def _means(cells: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
                     & ours["dataset"].isin(parts)]
         for (model, method), values in mine.groupby(["model", "method"]):
             if values["dataset"].nunique() == len(parts):
+                # independent datasets: the mean's standard error from each part's interval
+                se = math.sqrt((((values["high"] - values["low"]) / (2 * Z95)) ** 2).sum()) / len(values)
                 for name in mean_names:
                     rows.append({"paper": paper, "table": table, "model": model, "method": method, "dataset": name,
                                  "metric": metric, "ours": values["ours"].mean(),
-                                 "our_metric": values["our_metric"].iloc[0]})
+                                 "our_metric": values["our_metric"].iloc[0],
+                                 "low": values["ours"].mean() - Z95 * se, "high": values["ours"].mean() + Z95 * se})
     return pd.DataFrame(rows, columns=_OUT)
 
 
@@ -222,33 +261,82 @@ def our_cells(published: pd.DataFrame, runs: pd.DataFrame, metrics: pd.DataFrame
             parts += _latency_cells(key, benchmarks, paper_models, model_names)
         else:
             parts += _score_cells(key, spec, cells, long, main)
-    ours = pd.concat([p for p in parts if not p.empty] or [pd.DataFrame(columns=_OUT)], ignore_index=True)[_OUT]
+    ours = pd.concat([p for p in parts if not p.empty] or [pd.DataFrame(columns=_OUT)], ignore_index=True).reindex(columns=_OUT)
     ours = pd.concat([ours, _means(published, ours)], ignore_index=True) if not ours.empty else ours
     return ours.dropna(subset=["ours"])
 
 
-def compare(published: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
-    """Every published cell, in published.csv's order, with paper_value, ours, our_metric, delta
-    (ours - paper) and status; our cells without a published counterpart are dropped."""
-    ours = ours.drop_duplicates(KEY)
+def _status(row) -> str:
+    """"agrees": the paper's value, and the accuracy of the authors' log that produced the cell
+    (where one did), inside our 95% interval; without an interval (counts, seconds, a std), equal
+    at the paper's 2 decimals. "differs" otherwise."""
+    if pd.isna(row["ours"]):
+        return "not run"
+    if pd.isna(row["low"]):
+        return "agrees" if round(row["ours"], 2) == round(row["paper_value"], 2) else "differs"
+    values = [row["paper_value"]] + ([row["log_accuracy"]] if pd.notna(row.get("log_accuracy")) else [])
+    return "agrees" if all(row["low"] <= v <= row["high"] for v in values) else "differs"
+
+
+def compare(published: pd.DataFrame, ours: pd.DataFrame, provenance: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every published cell, in published.csv's order, with paper_value, ours, our_metric, our 95%
+    interval (low, high), delta (ours - paper) and status; our cells without a published counterpart
+    are dropped. `provenance` (results.provenance): the authors' log behind each TTRV cell, whose
+    accuracy must fall inside our interval too, and its columns carried along."""
+    ours = ours.drop_duplicates(KEY).reindex(columns=_OUT)
     merged = published.merge(ours, on=KEY, how="left").rename(columns={"value": "paper_value"})
+    extra = []
+    if provenance is not None:
+        extra = [c for c in provenance.columns if c not in [*KEY, "value"]]
+        merged = merged.merge(provenance.drop(columns="value"), on=KEY, how="left")
     merged["delta"] = merged["ours"] - merged["paper_value"]
-    merged["status"] = merged["ours"].notna().map({True: "reproduced", False: "not run"})
-    return merged[[*KEY, "paper_value", "ours", "our_metric", "delta", "status"]]
+    merged["status"] = merged.apply(_status, axis=1) if len(merged) else []
+    return merged[[*KEY, "paper_value", "ours", "low", "high", "our_metric", "delta", "status", *extra]]
 
 
 def _number(value: float, metric: str) -> str:
     return f"{value:.0f}" if metric.startswith("n_") else f"{value:.2f}"  # TTRV Table 8 counts samples
 
 
+def half_width(row) -> str:
+    """" ±4.4": half our 95% interval's width (Wilson is slightly asymmetric), or "" without one."""
+    low, high = row.get("low", math.nan), row.get("high", math.nan)
+    return "" if pd.isna(low) else f" ±{(high - low) / 2:.1f}"
+
+
 def cell_text(row) -> str:
-    """"39.69 / 54.40 (−14.71)": ours / paper (delta), or "– / 54.40 (not run)"."""
+    """"39.69 ±4.4 / 54.40 (−14.71, differs)": ours ± half our 95% interval / paper (delta, status),
+    or "– / 54.40 (not run)"."""
     paper = _number(row["paper_value"], row["metric"])
-    if row["status"] != "reproduced":
+    if row["status"] == "not run":
         return f"– / {paper} (not run)"
     delta = _number(row["delta"], row["metric"])
     delta = delta.replace("-", "−") if delta.startswith("-") else "+" + delta
-    return f"{_number(row['ours'], row['metric'])} / {paper} ({delta})"
+    return f"{_number(row['ours'], row['metric'])}{half_width(row)} / {paper} ({delta}, {row['status']})"
+
+
+def _run_configuration(row) -> str:
+    return (f"{row['log_n_adapt']:.0f} samples, {row['log_epochs']:.0f} epochs (of {row['epochs_tried']}), "
+            f"{row['log_gpus']:.0f} GPUs: {row['log_rounds']:.0f} rounds, {row['log_optimizer_steps']:.0f} optimizer steps")
+
+
+def provenance_layout(comparison: pd.DataFrame) -> pd.DataFrame:
+    """The cells an authors' log speaks to, as paper | authors' log (its value, metric and run
+    configuration, flags) | ours (± half our 95% interval) | status."""
+    from .provenance import FLAGS
+
+    cells = comparison[comparison["log_file"].notna()] if "log_file" in comparison else comparison.iloc[:0]
+    rows = [{"model": row["model"], "method": row["method"], "dataset": row["dataset"],
+             "paper": _number(row["paper_value"], row["metric"]),
+             "authors' log": f"{row['log_value']:.3f} ({row['log_metric']}"
+                             + (f"; accuracy {row['log_accuracy']:.3f})" if row["log_metric"] != "accuracy"
+                                and pd.notna(row["log_accuracy"]) else ")"),
+             "log run": _run_configuration(row), "log file": row["log_file"],
+             "flags": ", ".join(flag for flag in FLAGS if row[flag]) or "–",
+             "ours": "–" if pd.isna(row["ours"]) else f"{row['ours']:.2f}{half_width(row)}", "status": row["status"]}
+            for _, row in cells.iterrows()]
+    return pd.DataFrame(rows, columns=["model", "method", "dataset", "paper", "authors' log", "log run", "log file",
+                                       "flags", "ours", "status"])
 
 
 def layout(comparison: pd.DataFrame) -> pd.DataFrame:
@@ -267,13 +355,15 @@ def layout(comparison: pd.DataFrame) -> pd.DataFrame:
 
 
 def summary_line(comparison: pd.DataFrame) -> str:
-    reproduced = int((comparison["status"] == "reproduced").sum())
-    return f"{reproduced} of {len(comparison)} published cells reproduced; cells read ours / paper (ours - paper)."
+    counts = comparison["status"].value_counts()
+    return (f"{counts.get('agrees', 0)} of {len(comparison)} published cells agree with ours, "
+            f"{counts.get('differs', 0)} differ, {counts.get('not run', 0)} not run; cells read "
+            "ours ±half our 95% interval / paper (ours - paper, status).")
 
 
 def metric_notes(comparison: pd.DataFrame) -> list[str]:
     """Which of our metrics stands in for each paper metric (e.g. box_giou for SAM2-mask gIoU)."""
-    done = comparison[comparison["status"] == "reproduced"]
+    done = comparison[comparison["status"] != "not run"]
     return [f"{metric}: ours is {'; '.join(sorted(group['our_metric'].unique()))}"
             for metric, group in done.groupby("metric", sort=False)]
 
@@ -298,14 +388,20 @@ def to_latex(frame: pd.DataFrame, caption: str) -> str:
     ])
 
 
+STATUSES = ["agrees", "differs", "not run"]
+
+
 def fidelity_summary(comparison: pd.DataFrame) -> pd.DataFrame:
-    """Per (paper, table): published cells, how many we reproduced, how many not run; and a total."""
-    counts = comparison.assign(reproduced=comparison["status"] == "reproduced").groupby(
-        ["paper", "table"], sort=False).agg(cells=("status", "size"), reproduced=("reproduced", "sum")).reset_index()
-    counts = pd.concat([counts, pd.DataFrame([{"paper": "total", "table": "", "cells": counts["cells"].sum(),
-                                                "reproduced": counts["reproduced"].sum()}])], ignore_index=True)
-    counts["not_run"] = counts["cells"] - counts["reproduced"]
-    return counts.astype({"cells": int, "reproduced": int, "not_run": int})
+    """Per (paper, table): published cells, how many agree with ours, differ, not run; and a total."""
+    counts = pd.crosstab([comparison["paper"], comparison["table"]], comparison["status"])
+    counts = counts.reindex(columns=STATUSES, fill_value=0).reindex(
+        list(dict.fromkeys(zip(comparison["paper"], comparison["table"]))))
+    counts = counts.rename(columns={"not run": "not_run"}).reset_index()
+    counts.insert(2, "cells", counts[["agrees", "differs", "not_run"]].sum(axis=1))
+    total = {"paper": "total", "table": "", **counts[["cells", "agrees", "differs", "not_run"]].sum().to_dict()}
+    counts = pd.concat([counts, pd.DataFrame([total])], ignore_index=True)
+    counts.columns.name = None
+    return counts.astype({"cells": int, "agrees": int, "differs": int, "not_run": int})
 
 
 def published_markers(published: pd.DataFrame, model_names: dict[str, str], dataset_names: dict[str, str]) -> pd.DataFrame:

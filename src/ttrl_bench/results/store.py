@@ -17,6 +17,8 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from .author_logs import shipped_runs, shipped_steps
+
 log = logging.getLogger(__name__)
 
 PUBLISHED_CSV = files("ttrl_bench.results") / "data" / "published.csv"
@@ -84,6 +86,9 @@ def _frames(eval_dirs: list[Path], adapt_dirs: list[Path], data_dirs: list[Path]
         "train_log": pd.concat(train_logs, ignore_index=True) if train_logs else pd.DataFrame(),
         "prep_stats": pd.DataFrame(prep),
         "published": pd.read_csv(PUBLISHED_CSV),
+        # the TTRV authors' runs, parsed from their public verl logs (`ttrl-bench import-author-logs`)
+        "author_runs": shipped_runs(),
+        "author_steps": shipped_steps(),
     }
 
 
