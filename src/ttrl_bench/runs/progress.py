@@ -14,19 +14,21 @@ LOG_INTERVAL_S = "30"  # seconds between two progress lines of one bar in a log
 
 class CarriageReturnsAsLines(io.TextIOBase):
     """A text stream that writes each carriage-return redraw as a line of its own, without the
-    spaces tqdm pads a shorter bar with and without blank lines."""
+    spaces tqdm pads a shorter bar with, blank lines or a repeated line."""
 
     def __init__(self, stream):
         self.stream = stream
         self.at_line_start = True
+        self.last_redraw = ""
 
     def write(self, text: str) -> int:
         first, *redraws = text.split("\r")
         self._put(first)
         for redraw in redraws:
             redraw = redraw.rstrip(" ")  # tqdm's padding over a longer bar; a cleared bar is all spaces
-            if redraw:
+            if redraw and redraw != self.last_redraw:  # closing a bar redraws its last state
                 self._put(redraw if self.at_line_start else "\n" + redraw)
+                self.last_redraw = redraw
         return len(text)
 
     def _put(self, text: str) -> None:
