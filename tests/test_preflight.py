@@ -185,3 +185,16 @@ def test_offline_ttrv_dry_run_with_an_empty_cache_stops_before_any_job(tmp_path)
     assert output.count("    config key `models.") == 3 and output.count("    config key `datasets`: dataset ") == 15
     assert "ttrl-bench fetch config/ttrv.yaml" in output
     assert "Job stats" not in output and not (work / "results").exists()
+
+
+def test_fetch_command_reads_the_config_as_snakemake_does_and_refuses_before_downloading(capsys, caplog, monkeypatch):
+    from ttrl_bench.cli import main
+
+    repo = Path(__file__).parents[1]
+    monkeypatch.setattr("huggingface_hub.snapshot_download", lambda *a, **k: pytest.fail("downloaded"))
+    assert main(["fetch", str(repo / "config/ttrv.yaml")]) == 1
+    assert "fetch: fix these config keys first:" in caplog.text and "`data.sources.imagenet.path` is not set" in caplog.text
+    assert capsys.readouterr().err == ""  # no rerun line: fetch is not a pipeline step
+    config = preflight.load_config([repo / "config/ttrv.yaml"], repo / "workflow/schemas/config.schema.yaml")
+    # the schema's defaults filled in: experiments are off unless enabled, so Table 7's Qwen is not fetched
+    assert preflight.models_used(config) == ["internvl2.5-4b", "internvl3-2b", "internvl3-8b"]
