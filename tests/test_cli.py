@@ -129,11 +129,12 @@ def test_progress_redraws_become_lines_without_padding():
     log = io.StringIO()
     stream = CarriageReturnsAsLines(log)
     stream.write("first log line\n")
-    for _ in tqdm(range(3), desc="eval", file=stream, mininterval=0, miniters=1, bar_format="{desc} {n}/{total}"):
-        pass
+    for step in tqdm(range(3), desc="eval", file=stream, mininterval=0, miniters=1, bar_format="{desc} {n}/{total}"):
+        if step == 1:
+            stream.write("a warning\n")  # printed while the bar is open
     stream.write("\r" + " " * 20 + "\r")  # a bar cleared (leave=False) leaves no blank line
     stream.write("next\n")
-    assert log.getvalue() == "first log line\neval 0/3\neval 1/3\neval 2/3\neval 3/3\nnext\n"
+    assert log.getvalue() == "first log line\neval 0/3\neval 1/3\na warning\neval 2/3\neval 3/3\nnext\n"
 
 
 def test_a_job_log_holds_one_progress_line_per_interval(tmp_path):

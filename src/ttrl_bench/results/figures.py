@@ -9,6 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from .tables import METHOD_LABELS  # noqa: E402
 
@@ -132,7 +133,10 @@ def step_costs(train_log: pd.DataFrame, path: Path) -> None:
                 ax.plot(per_step.index, per_step.values, marker=".", label=f"{model}: {METHOD_LABELS.get(method, method)} ({dataset})")
             ax.set_xlabel("adaptation step")
             ax.set_ylabel(label)
-            ax.set_title(title, fontsize=8)
+            # costs from zero (a 2-token wobble is not drawn as a swing), 10% head room over the highest
+            ax.set_ylim(0, 1.1 * max(float(line.get_ydata().max()) for line in ax.get_lines()) or 1)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        row_axes[0].set_title(title, fontsize=8, loc="left")
         handles, labels = max((ax.get_legend_handles_labels() for ax in row_axes), key=lambda hl: len(hl[0]))
         if handles:  # one legend a row, for both panels
             row_axes[1].legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)

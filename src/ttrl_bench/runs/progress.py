@@ -23,6 +23,8 @@ class CarriageReturnsAsLines(io.TextIOBase):
 
     def write(self, text: str) -> int:
         first, *redraws = text.split("\r")
+        if self.last_redraw and first and not self.at_line_start and not first.startswith("\n"):
+            first = "\n" + first  # a warning printed while a bar is open starts a line of its own
         self._put(first)
         for redraw in redraws:
             redraw = redraw.rstrip(" ")  # tqdm's padding over a longer bar; a cleared bar is all spaces
