@@ -39,6 +39,15 @@ def cache_dataset(datasets_cache: Path, repo: str, split: str, configuration: st
     info.write_text(json.dumps({"config_name": configuration or "default", "splits": splits}))
 
 
+def cache_dataset_file(hub_cache: Path, repo: str, filename: str) -> None:
+    """huggingface_hub's layout for a dataset repository's file: datasets--org--name/..."""
+    root = hub_cache / f"datasets--{repo.replace('/', '--')}"
+    (root / "refs").mkdir(parents=True, exist_ok=True)
+    (root / "refs" / "main").write_text(COMMIT)
+    (root / "snapshots" / COMMIT).mkdir(parents=True, exist_ok=True)
+    (root / "snapshots" / COMMIT / filename).write_text("a\nb\n")
+
+
 def cache_everything(home: Path, configs: list[dict]) -> None:
     """A cache holding every Hub model of these configs and every Hub dataset of the registry."""
     for config in configs:
@@ -48,6 +57,8 @@ def cache_everything(home: Path, configs: list[dict]) -> None:
     for spec in REGISTRY.values():
         if not spec.source.startswith(("bundled:", "local:")):
             cache_dataset(home / "datasets", spec.source, spec.split, spec.hub_config)
+            if spec.source.startswith("clip-benchmark/"):
+                cache_dataset_file(home / "hub", spec.source, "classnames.txt")
 
 
 def test_the_hand_built_caches_are_what_the_libraries_look_up(tmp_path):
@@ -72,6 +83,12 @@ def test_a_model_needs_its_config_and_weights_and_a_dataset_its_split(tmp_path):
     cache_dataset(tmp_path, "ethz/food101", "validation")
     assert dataset_cached("ethz/food101", None, "validation", tmp_path)
     assert not dataset_cached("CaraJ/MathVerse-lmmseval", "testmini", "testmini", tmp_path)
+    # a clip-benchmark set also needs its classnames.txt (no ClassLabel in the shards)
+    dtd = Need("dataset", "datasets", "clip-benchmark/wds_vtab-dtd", "dtd", None, "test")
+    cache_dataset(tmp_path / "datasets", dtd.repo, "test")
+    assert preflight.missing([dtd], tmp_path / "hub", tmp_path / "datasets") == [dtd]
+    cache_dataset_file(tmp_path / "hub", dtd.repo, "classnames.txt")
+    assert preflight.missing([dtd], tmp_path / "hub", tmp_path / "datasets") == []
 
 
 CONFIG = {

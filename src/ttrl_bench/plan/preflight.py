@@ -17,7 +17,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..datasets.registry import REGISTRY
+from ..datasets.registry import REGISTRY, get_dataset
 from ..models.source import resolve_model_source
 
 log = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ def needs(config: dict, models: list[str], datasets: list[str], results: Path = 
         wanted.append(Need("model", key, source, files=tuple(CHECKPOINT_FILES if field == "convert_from" else MODEL_FILES)))
     keys, sources = dataset_keys(config), config.get("data", {}).get("sources", {})
     for name in datasets:
-        spec = REGISTRY[name]
+        spec = get_dataset(name)
         local = (sources.get(name) or {}).get("path")
         if spec.source.startswith("bundled:") or (results / "data" / name / "manifest.parquet").exists():
             continue
@@ -155,11 +155,20 @@ def dataset_cached(repo: str, hub_config: str | None, split: str, cache_dir: Pat
     return False
 
 
+def class_names_cached(repo: str, cache_dir: Path) -> bool:
+    """clip-benchmark sets name their classes in a classnames.txt (datasets/sources.py reads it)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(repo, "classnames.txt", cache_dir=str(cache_dir), repo_type="dataset")
+    return not repo.startswith("clip-benchmark/") or isinstance(found, str)
+
+
 def missing(wanted: list[Need], hub_cache: Path | None = None, datasets_cache: Path | None = None) -> list[Need]:
     """The downloads not yet in the caches."""
     hub_cache, datasets_cache = hub_cache or hub_cache_dir(), datasets_cache or datasets_cache_dir()
-    return [n for n in wanted if not (model_cached(n.repo, hub_cache) if n.kind == "model"
-                                      else dataset_cached(n.repo, n.hub_config, n.split, datasets_cache))]
+    return [n for n in wanted if not (model_cached(n.repo, hub_cache) if n.kind == "model" else
+                                      dataset_cached(n.repo, n.hub_config, n.split, datasets_cache)
+                                      and class_names_cached(n.repo, hub_cache))]
 
 
 def fetch_command(configfiles: list) -> str:
