@@ -19,6 +19,7 @@ from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.datasets.sources import BUNDLED_TEST_SIZES, hub_usable
 from ttrl_bench.evaluation.tasks import task_for
 from ttrl_bench.models.source import resolve_model_source
+from ttrl_bench.plan.preflight import check_cache
 from ttrl_bench.results.paper_tables import PAPER_TABLES
 from ttrl_bench.runs.launch import default_gpus, launcher, machine_has_gpu, needs_offload
 
@@ -405,6 +406,8 @@ def check_sources():
 
 
 check_sample_counts()
+# every model and dataset missing from the HF cache or its local path, with the fetch command
+check_cache(config, sorted({run[0] for run in RUNS}), DATASETS, workflow.overwrite_configfiles)
 check_sources()
 
 

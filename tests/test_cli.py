@@ -4,6 +4,7 @@ what to do (missing adapted weights, a store locked by another process)."""
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from ttrl_bench.results.store import ingest
 
@@ -58,3 +59,91 @@ def test_a_store_locked_by_another_process_names_it_and_the_retry_command(tmp_pa
     assert "Traceback" not in result.stderr
     # once released, the same command works
     assert _cli("render-tables", "--db", str(db), "--out-dir", "tables", cwd=tmp_path).returncode == 0
+
+
+# --- issue 26 point 7: help, version, presets by name, listings, progress in logs --------------
+
+
+def test_every_option_of_every_subcommand_has_help():
+    import argparse
+
+    from ttrl_bench.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    undocumented = [f"{name} {action.option_strings or action.dest}"
+                    for name, sub in [("", parser), *commands.items()] for action in sub._actions
+                    if not isinstance(action, argparse._SubParsersAction) and not action.help]
+    assert len(commands) >= 13 and undocumented == []
+
+
+def test_version_is_the_package_version(capsys):
+    import tomllib
+
+    import pytest
+
+    from ttrl_bench.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    version = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["version"]
+    assert capsys.readouterr().out == f"ttrl-bench {version}\n"
+
+
+def test_listings_print_no_rerun_line(capsys):
+    from ttrl_bench.cli import main
+
+    for listing in (["methods", "list"], ["datasets", "list"]):
+        assert main(listing) == 0
+        out, err = capsys.readouterr()
+        assert out.split()[0] == "name" and err == ""
+
+
+def test_a_preset_is_usable_by_name_without_its_json(tmp_path):
+    import pytest
+
+    from ttrl_bench.adaptation.presets import resolve_method
+    from ttrl_bench.cli import _method_spec, build_parser
+
+    common = ["--model-source", "m", "--model-name", "m", "--dataset", "mme", "--data", "d", "--out", "o"]
+    args = build_parser().parse_args(["adapt", "--method", "ttrv", *common])
+    assert _method_spec(args) == resolve_method("ttrv") and _method_spec(args)["reward"] == "ttrv"
+    args = build_parser().parse_args(["adapt-per-sample", "--method", "vr-ttrl", "--adapt-out", "a", *common])
+    assert _method_spec(args)["hyperparameters"] == resolve_method("vr-ttrl")["hyperparameters"]
+    args = build_parser().parse_args(["adapt", "--method", "ttrv", "--method-json", '{"reward": "x"}', *common])
+    assert _method_spec(args) == {"reward": "x"}  # the workflow's resolved preset wins
+    with pytest.raises(ValueError, match="does not adapt; run `ttrl-bench evaluate`"):
+        _method_spec(build_parser().parse_args(["adapt", "--method", "zero-shot", *common]))
+    with pytest.raises(KeyError, match="unknown method 'ttrvv'"):
+        _method_spec(build_parser().parse_args(["adapt", "--method", "ttrvv", *common]))
+
+
+def test_progress_redraws_become_lines_without_padding():
+    import io
+
+    from tqdm import tqdm
+
+    from ttrl_bench.runs.progress import CarriageReturnsAsLines
+
+    log = io.StringIO()
+    stream = CarriageReturnsAsLines(log)
+    stream.write("first log line\n")
+    for step in tqdm(range(3), desc="eval", file=stream, mininterval=0, miniters=1, bar_format="{desc} {n}/{total}"):
+        if step == 1:
+            stream.write("a warning\n")  # printed while the bar is open
+    stream.write("\r" + " " * 20 + "\r")  # a bar cleared (leave=False) leaves no blank line
+    stream.write("next\n")
+    assert log.getvalue() == "first log line\neval 0/3\neval 1/3\na warning\neval 2/3\neval 3/3\nnext\n"
+
+
+def test_a_job_log_holds_one_progress_line_per_interval(tmp_path):
+    """stderr into a file (a job's log): 10,000 fast steps give the first and the last line only
+    (TQDM_MININTERVAL = 30 s), not 10,000 carriage-return redraws on one line."""
+    script = ("import sys; from ttrl_bench.runs.progress import readable_progress; readable_progress()\n"
+              "from tqdm import tqdm\n"
+              "for _ in tqdm(range(10000), desc='steps', bar_format='{desc} {n}/{total}'): pass\n")
+    with open(tmp_path / "job.log", "w") as log:
+        env = {k: v for k, v in os.environ.items() if k != "TQDM_MININTERVAL"}
+        subprocess.run([sys.executable, "-c", script], stderr=log, check=True, env=env)
+    assert (tmp_path / "job.log").read_text() == "steps 0/10000\nsteps 10000/10000\n"

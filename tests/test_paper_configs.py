@@ -8,8 +8,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 
+from test_preflight import cache_everything
 from test_workflow import REPO, _copy_workflow, _snakemake
+from ttrl_bench.datasets.registry import REGISTRY
 
 # "165<!-- job count: ttrv -->": a number in README.md and the case of CASES it is the total of
 README_COUNT = re.compile(r"(\d+)(<!-- job count: ([\w.+-]+) -->)")
@@ -81,19 +84,39 @@ def _job_counts(stdout: str) -> dict[str, int]:
 
 
 def _dry_run(case: str, work: Path) -> dict[str, int]:
+    """The case's job counts, with an (empty) local copy of every local-only dataset (ImageNet,
+    VR-TTRL's training splits): the pre-flight stops a config that has none."""
     config, extra, _ = CASES[case]
-    files = [config]
+    (work / "local-copy").mkdir()
+    local = {name: {"path": "local-copy"} for name, spec in REGISTRY.items() if spec.source.startswith("local:")}
+    (work / "local-copies.yaml").write_text(yaml.safe_dump({"data": {"sources": local}}))
+    files = [config, "local-copies.yaml"]
     if extra:
         (work / "extra.yaml").write_text(extra)
         files.append("extra.yaml")
     return _job_counts(_snakemake(work, "-n", "--configfile", *files, "--replace-workflow-config").stdout)
 
 
+def _filled_cache(home: Path) -> Path:
+    """A Hugging Face cache holding every model of the paper configs and every Hub dataset."""
+    cache_everything(home, [yaml.safe_load(path.read_text()) for path in sorted((REPO / "config").glob("*.yaml"))])
+    return home
+
+
+@pytest.fixture(scope="module")
+def filled_cache(tmp_path_factory):
+    return _filled_cache(tmp_path_factory.mktemp("hf"))
+
+
 @pytest.fixture(autouse=True)
-def offline_hub(monkeypatch):
+def offline_hub(monkeypatch, filled_cache):
     """The papers' models are Hub ids and this machine is offline: HF_HUB_OFFLINE=1 (README) says
-    to take them from the Hugging Face cache instead of probing the Hub in the dry run."""
+    to take them from the Hugging Face cache, which the pre-flight finds filled (test_preflight.py
+    builds it in the libraries' layout)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(filled_cache))
+    monkeypatch.delenv("HF_DATASETS_CACHE", raising=False)
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -120,6 +143,7 @@ if __name__ == "__main__":  # rewrite README.md's job counts from the configs' d
     readme = REPO / "README.md"
     text = readme.read_text()
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["HF_HOME"] = str(_filled_cache(Path(tmp) / "hf"))
         totals = {}
         for name in sorted({name for _, _, name in README_COUNT.findall(text)}):
             work = Path(tmp) / name

@@ -243,7 +243,7 @@ def test_lint_is_clean(tmp_path):
         ("evaluation: {grounding: {samples: 121}}", "config key `evaluation.grounding.samples`: 121 evaluation samples, but demo-digit-scenes's test split has 120"),
         ("models: {other: {source: /no/such/model}}", "model '/no/such/model': no such local directory, and not a Hub id (org/name); check the config key models.other.source"),
         ("data: {sources: {demo-digits: {path: /no/such/copy}}}", "config key `data.sources.demo-digits.path`: /no/such/copy does not exist"),
-        ("models: {hub: {source: org/model}}", "config key `models.hub.source`: the Hugging Face Hub is unreachable"),
+        ("models: {hub: {source: org/model}}", "config key `models.hub.source`: model org/model"),
     ],
 )
 def test_config_errors_stop_before_any_job(tmp_path, monkeypatch, bad_config, named):

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from .runs.progress import readable_progress
+
 log = logging.getLogger("ttrl_bench")
 
 
@@ -42,6 +44,15 @@ def cmd_methods_list(args) -> None:
         return (m, method_task(m), p.get("reward", "-"), update, p["source"])
 
     _print_columns([("name", "task", "reward", "update", "source")] + [row(m, p) for m, p in PRESETS.items()])
+
+
+def cmd_fetch(args) -> None:
+    from .plan.preflight import fetch, fetch_command, load_config
+
+    config = load_config(args.configfiles, Path(__file__).resolve().parents[2] / "workflow/schemas/config.schema.yaml")
+    fetched = fetch(config, Path(args.results))
+    log.info("fetched %d model(s) and dataset(s) into the Hugging Face cache; `snakemake -n` with HF_HUB_OFFLINE=1 "
+             "now finds them (%s)", len(fetched), fetch_command(args.configfiles))
 
 
 def cmd_prepare_data(args) -> None:
@@ -104,6 +115,19 @@ def _run_identity(args, train_dataset: str, target_dataset: str) -> dict:
     }
 
 
+def _method_spec(args) -> dict:
+    """`--method-json` (what the workflow passes: the preset with the config's overrides), else the
+    preset named by `--method` as shipped (adaptation/presets.py)."""
+    from .adaptation.presets import resolve_method
+
+    if args.method_json:
+        return json.loads(args.method_json)
+    spec = resolve_method(args.method)
+    if spec is None:
+        raise ValueError(f"--method {args.method}: this method does not adapt; run `ttrl-bench evaluate` instead")
+    return spec
+
+
 def cmd_adapt(args) -> None:
     from .adaptation.grpo import adapt
     from .datasets.registry import get_dataset
@@ -112,7 +136,7 @@ def cmd_adapt(args) -> None:
     from .runs.processes import process_state
     from .runs.provenance import provenance
 
-    method = json.loads(args.method_json)
+    method = _method_spec(args)
     out = Path(args.out)
     split = get_dataset(args.dataset).manifest_split
     samples = _adaptation_samples(Path(args.data), args.n_adapt, args.seed, args.sampling, split)
@@ -233,7 +257,7 @@ def cmd_adapt_per_sample(args) -> None:
     from .models.loading import load_model
     from .runs.provenance import provenance
 
-    method = json.loads(args.method_json)
+    method = _method_spec(args)
     data_dir, adapt_out = Path(args.data), Path(args.adapt_out)
     samples, task = _evaluation_set(data_dir, args)
     model, processor = load_model(args.model_source, dtype="fp32")  # master weights, whatever is stored
@@ -412,58 +436,74 @@ def cmd_audit_reward(args) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ttrl-bench", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     datasets = sub.add_parser("datasets", help="the dataset registry")
-    datasets.add_argument("action", choices=["list"])
-    datasets.set_defaults(func=cmd_datasets_list)
+    datasets.add_argument("action", choices=["list"], help="list: every registered dataset and its source")
+    datasets.set_defaults(func=cmd_datasets_list, rerun=False)
 
     methods = sub.add_parser("methods", help="the method presets (adaptation/presets.py)")
-    methods.add_argument("action", choices=["list"])
-    methods.set_defaults(func=cmd_methods_list)
+    methods.add_argument("action", choices=["list"], help="list: every preset, its reward, update and source")
+    methods.set_defaults(func=cmd_methods_list, rerun=False)
+
+    p = sub.add_parser("fetch", help="download the models and datasets a config needs into the Hugging Face "
+                       "cache (on a machine with internet, before jobs run offline)")
+    p.add_argument("configfiles", nargs="+", metavar="CONFIG",
+                   help="config file(s), merged in order as `snakemake --configfile ... --replace-workflow-config` reads them")
+    p.add_argument("--results", default="results",
+                   help="the workflow's results directory: datasets prepared and models converted there are skipped")
+    p.set_defaults(func=cmd_fetch, rerun=False)
 
     p = sub.add_parser("prepare-data", help="step 1: filter, convert to MCQ, write manifest + prep_stats")
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--resolution-rule", choices=["either_side", "area"], default="either_side")
+    p.add_argument("--dataset", required=True, help="registry name (`ttrl-bench datasets list`)")
+    p.add_argument("--out", required=True, help="output directory: manifest.parquet, prep_stats.json, images/")
+    p.add_argument("--seed", type=int, default=0, help="seed of the 4-way options drawn for recognition sets")
+    p.add_argument("--resolution-rule", choices=["either_side", "area"], default="either_side",
+                   help='how "larger than 1000x1000" is read (config data.resolution_rule, TTRV Appendix B)')
     p.add_argument("--source-json", default="null",
                    help='config data.sources.<name> as JSON, e.g. {"path": "/data/mme"} (default: the Hub)')
     p.set_defaults(func=cmd_prepare_data)
 
     p = sub.add_parser("build-demo-model", help="the embedded default's tiny VLM (Qwen2.5-VL or InternVL), built offline")
     p.add_argument("--data", required=True, nargs="+", help="prepared demo dataset directories (train splits)")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="directory the model is saved to")
     p.add_argument("--steps", type=int, default=150, help="supervised warm-start steps per task")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--family", default="qwen2_5_vl", choices=["qwen2_5_vl", "internvl", "qwen3_vl"])
+    p.add_argument("--seed", type=int, default=0, help="seed of the initial weights and the warm start")
+    p.add_argument("--family", default="qwen2_5_vl", choices=["qwen2_5_vl", "internvl", "qwen3_vl"],
+                   help="architecture of the tiny model (config models.<name>.build)")
     p.set_defaults(func=cmd_build_demo_model)
 
     p = sub.add_parser("convert-model", help="original-format InternVL checkpoint -> transformers-native directory")
     p.add_argument("--source", required=True, help="local original-format directory or Hub id")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="directory the converted model is saved to")
     p.set_defaults(func=cmd_convert_model)
 
     def run_args(p, dataset_flag: str) -> None:
         p.add_argument("--model-source", required=True, help="Hub id or local directory")
         p.add_argument("--model-name", required=True, help="the model's name in config and tables")
-        p.add_argument("--method", required=True)
-        p.add_argument(dataset_flag, dest="dataset", required=True)
+        p.add_argument("--method", required=True, help="method preset name (`ttrl-bench methods list`)")
+        p.add_argument(dataset_flag, dest="dataset", required=True, help="registry name of the prepared dataset")
         p.add_argument("--data", required=True, help="prepared dataset directory")
-        p.add_argument("--n-adapt", type=_n_adapt, default=20)
-        p.add_argument("--sampling", default="random")
-        p.add_argument("--seed", type=int, default=0)
-        p.add_argument("--out", required=True)
+        p.add_argument("--n-adapt", type=_n_adapt, default=20,
+                       help='adaptation samples, or "all" (config adaptation.n_samples)')
+        p.add_argument("--sampling", default="random",
+                       help='how they are drawn: "random" or "biased-<classes>" (config adaptation.sampling)')
+        p.add_argument("--seed", type=int, default=0, help="seed of sample selection, rollouts and training")
+        p.add_argument("--out", required=True, help="output directory of the step")
 
     p = sub.add_parser("adapt", help="step 2: test-time RL with GRPO on a dataset's test prompts")
     run_args(p, "--dataset")
-    p.add_argument("--method-json", required=True, help="resolved method preset (JSON)")
+    p.add_argument("--method-json", help="resolved method preset as JSON (the workflow passes the config's "
+                   "overrides this way); default: the preset named by --method as shipped")
     p.set_defaults(func=cmd_adapt)
 
     def eval_args(p) -> None:
-        p.add_argument("--exclude-adaptation-samples", action="store_true")
+        p.add_argument("--exclude-adaptation-samples", action="store_true",
+                       help="score MCQ sets without their adaptation samples (config evaluation.exclude_adaptation_samples)")
         p.add_argument("--eval-samples", type=_n_adapt, default="all", help="test samples scored (seeded)")
-        p.add_argument("--max-new-tokens", type=int, default=6)
+        p.add_argument("--max-new-tokens", type=int, default=6,
+                       help="longest answer generated (config evaluation.<task>.max_new_tokens)")
         p.add_argument("--sam2", help="SAM2 checkpoint directory: grounding masks from the predicted boxes and points")
         p.add_argument("--empty-mask-iou", choices=["zero", "one", "skip"], default="zero",
                        help="gIoU of a both-empty sample (config evaluation.grounding.empty_mask_iou)")
@@ -481,7 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     eval_args(p)
     p.add_argument("--train-dataset", default="none", help="dataset the model was adapted on")
     p.add_argument("--adapt-run", help="run.json of the adaptation job, for its timing and hash")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=64, help="prompts per generation batch (config evaluation.batch_size)")
     p.add_argument("--backend", choices=["auto", "hf", "vllm"], default="auto",
                    help="greedy decoding through vLLM or transformers (config evaluation.backend)")
     p.add_argument("--vllm-settings", default="{}", help="vLLM engine settings as JSON (config evaluation.vllm)")
@@ -490,15 +530,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("adapt-per-sample", help="steps 2+3 for VR-TTRL: adapt on each sample, predict it, restore")
     run_args(p, "--dataset")
     eval_args(p)
-    p.add_argument("--method-json", required=True, help="resolved method preset (JSON)")
+    p.add_argument("--method-json", help="resolved method preset as JSON (the workflow passes the config's "
+                   "overrides this way); default: the preset named by --method as shipped")
     p.add_argument("--adapt-out", required=True, help="where the training log and run.json go")
     p.set_defaults(func=cmd_adapt_per_sample)
 
     p = sub.add_parser("ingest", help="step 4a: rebuild results/benchmark.duckdb from job outputs")
-    p.add_argument("--db", required=True)
-    p.add_argument("--eval-dirs", nargs="*", default=[])
-    p.add_argument("--adapt-dirs", nargs="*", default=[])
-    p.add_argument("--data-dirs", nargs="*", default=[])
+    p.add_argument("--db", required=True, help="the DuckDB store to write")
+    p.add_argument("--eval-dirs", nargs="*", default=[], help="evaluation job directories (results/eval/...)")
+    p.add_argument("--adapt-dirs", nargs="*", default=[], help="adaptation job directories (results/adapt/...)")
+    p.add_argument("--data-dirs", nargs="*", default=[], help="prepared dataset directories (results/data/...)")
     p.add_argument("--benchmark-dir", help="Snakemake benchmark files (results/benchmarks), for TTRV Table 10")
     p.set_defaults(func=cmd_ingest)
 
@@ -515,22 +556,31 @@ def build_parser() -> argparse.ArgumentParser:
     names.add_argument("--n-adapt", type=_n_adapt, default=20, help="the main grid's adaptation samples")
     names.add_argument("--sampling", default="random", help="the main grid's sampling")
     p = sub.add_parser("render-tables", parents=[names], help="step 4b: every published table beside ours")
-    p.add_argument("--db", required=True)
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--db", required=True, help="the DuckDB store (results/benchmark.duckdb)")
+    p.add_argument("--out-dir", required=True, help="directory of the Markdown, LaTeX and CSV tables")
     p.set_defaults(func=cmd_render_tables)
 
     p = sub.add_parser("audit-reward", help="advantages each method's reward gives GRPO (TTRV diversity term)")
     p.add_argument("--groups", type=int, default=256, help="sampled prompts")
     p.add_argument("--num-generations", type=int, default=32, help="completions per prompt (TTRV: 32)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out-dir", default="results/audit")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sampled answer groups")
+    p.add_argument("--out-dir", default="results/audit", help="directory of reward_audit.csv and .png")
     p.set_defaults(func=cmd_audit_reward)
 
     p = sub.add_parser("plot-figures", parents=[names], help="step 4c: figures (PNG + PDF)")
-    p.add_argument("--db", required=True)
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--db", required=True, help="the DuckDB store (results/benchmark.duckdb)")
+    p.add_argument("--out-dir", required=True, help="directory of the PNG and PDF figures")
     p.set_defaults(func=cmd_plot_figures)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ttrl-bench")
+    except PackageNotFoundError:  # a checkout run through PYTHONPATH without an install
+        return "unknown (not installed)"
 
 
 # Environment that changes what a step does or where it runs, carried into its rerun command
@@ -578,7 +628,16 @@ def pin_numerics() -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
-    print(rerun_command(argv), file=sys.stderr, flush=True)  # the first line of every job's log
+    if getattr(args, "rerun", True):  # pipeline steps; listings and fetch are not rerun from a log
+        print(rerun_command(argv), file=sys.stderr, flush=True)  # the first line of every job's log
+    stderr = readable_progress()
+    try:
+        return _run(args, argv)
+    finally:
+        sys.stderr = stderr
+
+
+def _run(args, argv: list[str]) -> int:
     if args.command in TORCH_COMMANDS:
         pin_numerics()
     logging.basicConfig(

@@ -160,7 +160,7 @@ PRESETS: dict[str, dict | None] = {
         "reward": "majority_vote",
         "reward_params": {"unparsable": "answer"},
         "hyperparameters": TTRV_HYPERPARAMETERS,
-        "source": "TTRL (Zuo et al. 2025); TTRV Table 3 baseline",
+        "source": "TTRL (Zuo et al. 2025, arXiv 2504.16084); TTRV Table 3 baseline",
     },
     # TTRV Section 3.2, Eq. 5-7: frequency reward - alpha * H, alpha = 0.75 (Appendix A).
     "ttrv": {
@@ -203,7 +203,7 @@ PRESETS: dict[str, dict | None] = {
         "reward": "t3rl",
         "reward_params": {"omega": 5.0, "verifier": "arithmetic"},
         "hyperparameters": TTRV_HYPERPARAMETERS,
-        "source": "T3RL (t3rl-abstract.txt, Figure 2)",
+        "source": "T3RL, Tool Verification for Test-Time RL (arXiv 2603.02203), Figure 2",
     },
     # ECHO (papers/echo.txt Sections 3.2-3.4): TTRL's majority-vote reward on math answers, with ECHO's update
     # rule (adaptation/echo.py; the authors' hybrid_adv defaults). The authors' vote (verl/trainer/ppo/
@@ -241,7 +241,7 @@ PRESETS: dict[str, dict | None] = {
         "reward": "dare",
         "reward_params": {"alpha": 0.5, "tau": 0.05, "uncertainty": "vocab"},
         "hyperparameters": TTRV_HYPERPARAMETERS,
-        "source": "DARE (dare-summary.txt), defaults ours",
+        "source": "DARE, Distribution-Aware Reward Estimation for Test-Time RL (arXiv 2601.21804), defaults ours",
     },
     # VR-TTRL (papers/vr-ttrl.txt): per-sample GRPO with the geometric consensus reward plus the
     # VisionReasoner format rewards; thresholds "base" 0.5/10/30 (Table 9 has loose and strict).

@@ -15,7 +15,7 @@ from __future__ import annotations
 EVALUATION_DEFAULTS = {
     # Prompt budget, image tokens included; the context is this + the task's max_new_tokens.
     # InternVL at 12 tiles of 448 px is 12 x 256 = 3,072 image tokens, the TTRV authors' AI2D
-    # prompts average 1,490 tokens (../shared/reference/gpu-probe.md); vLLM's own default is the
+    # prompts average 1,490 tokens (measured in the first GPU probe, an H100 run before the rewrite); vLLM's own default is the
     # model's 32k window, whose KV-cache reservation failed the engine start there.
     "max_prompt_tokens": 4096,
     # Share of GPU memory the engine reserves (weights + KV cache); the evaluation job is alone on

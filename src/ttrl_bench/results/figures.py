@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import NullFormatter, ScalarFormatter  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from .tables import METHOD_LABELS  # noqa: E402
 
@@ -72,22 +73,34 @@ def _empty(ax, text: str) -> None:
 def cross_dataset_heatmap(runs: pd.DataFrame, path: Path) -> None:
     """TTRV Figure 3: adapt on a dataset (rows), evaluate on another (columns); each cell the
     adapted score minus the same model's zero-shot score on the column's dataset, one panel per
-    (model, method). In-domain runs fill the diagonal."""
-    panels = [] if runs.empty else list(runs[runs["method"] != "zero-shot"].groupby(["model", "method"]))
-    base = {} if runs.empty else runs[runs["method"] == "zero-shot"].groupby(["model", "target_dataset"])["value"].mean()
-    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(4 * max(1, len(panels)), 3.6), squeeze=False)
+    (model, method) with cross-dataset runs, at most 3 panels a row. In-domain runs fill the
+    diagonal. Without any cross-dataset run the figure says so, at a readable size."""
+    adapted = runs[runs["method"] != "zero-shot"] if not runs.empty else runs
+    panels = [(key, frame) for key, frame in (adapted.groupby(["model", "method"]) if not adapted.empty else [])
+              if (frame["train_dataset"] != frame["target_dataset"]).any()]
     if not panels:
-        _empty(axes[0, 0], "no adapted runs")
+        fig, ax = plt.subplots(figsize=(6, 3))
+        _empty(ax, "No cross-dataset runs.\n\nAdapting on one dataset and evaluating on another takes\n"
+                   "an experiment with `cross` pairs in the config\n(TTRV Table 12: experiments.table12_cross_dataset).")
+        ax.set_title("Cross-dataset gains (TTRV Figure 3)", fontsize=9)
+        _save(fig, path)
+        return
+    base = runs[runs["method"] == "zero-shot"].groupby(["model", "target_dataset"])["value"].mean()
+    columns = min(3, len(panels))
+    rows = -(-len(panels) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.5 * columns, 4 * rows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_axis_off()
     grids = {}
     for key, frame in panels:
         frame = frame.assign(delta=frame["value"] - [base.get((key[0], t), float("nan")) for t in frame["target_dataset"]])
-        grids[key] = (frame, frame.pivot_table(index="train_dataset", columns="target_dataset", values="delta",
-                                               aggfunc="mean"))
+        grids[key] = frame.pivot_table(index="train_dataset", columns="target_dataset", values="delta", aggfunc="mean")
     # one colour scale for every panel, so equal colours mean equal gains
-    limit = max([1.0] + [float(abs(grid).max().max()) for _, grid in grids.values() if not grid.empty])
-    for ax, ((model, method), (frame, grid)) in zip(axes[0], grids.items()):
-        if grid.empty:
-            _empty(ax, f"{model}: {METHOD_LABELS.get(method, method)}\nno zero-shot run to compare with")
+    limit = max([1.0] + [float(abs(grid).max().max()) for grid in grids.values() if not grid.isna().all().all()])
+    for ax, ((model, method), grid) in zip(axes.flat, grids.items()):
+        title = f"{model}: {METHOD_LABELS.get(method, method)}"
+        if grid.isna().all().all():
+            _empty(ax, f"{title}\nno zero-shot run to compare with")
             continue
         image = ax.imshow(grid, cmap="RdBu", vmin=-limit, vmax=limit)
         for (i, j), value in pd.DataFrame(grid.values).stack().items():
@@ -97,27 +110,47 @@ def cross_dataset_heatmap(runs: pd.DataFrame, path: Path) -> None:
         ax.set_yticks(range(len(grid.index)), grid.index, fontsize=7)
         ax.set_xlabel("evaluated on")
         ax.set_ylabel("adapted on")
-        cross = (frame["train_dataset"] != frame["target_dataset"]).any()
-        ax.set_title(f"{model}: {METHOD_LABELS.get(method, method)}" + ("" if cross else "\n(no cross-dataset runs)"), fontsize=8)
+        ax.set_title(title, fontsize=8)
         fig.colorbar(image, ax=ax, shrink=0.8, label="Δ vs zero-shot (points)")
     _save(fig, path)
 
 
+def _per_sample(method: str) -> bool:
+    from ..adaptation.presets import PRESETS, is_per_sample
+
+    return method in PRESETS and is_per_sample(method)
+
+
 def step_costs(train_log: pd.DataFrame, path: Path) -> None:
     """VR-TTRL Figures 2 and 3: wall time and mean completion length (tokens) per adaptation
-    step, mean over seeds (and VR-TTRL's samples). Logs written before completion_length was
-    recorded leave the right panel empty."""
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3))
-    for ax, column, label in ((axes[0], "seconds", "seconds per step"), (axes[1], "completion_length", "completion length (tokens)")):
-        if train_log.empty or column not in train_log or train_log[column].isna().all():
-            _empty(ax, f"{column} not in the training log")
-            continue
-        for (model, method, dataset), frame in train_log.groupby(["model", "method", "train_dataset"]):
-            per_step = frame.groupby("step")[column].mean()
-            ax.plot(per_step.index, per_step.values, marker=".", label=f"{model}: {METHOD_LABELS.get(method, method)} ({dataset})")
-        ax.set_xlabel("adaptation step")
-        ax.set_ylabel(label)
-        ax.legend(fontsize=7)
+    step, mean over seeds (and VR-TTRL's samples). Per-sample methods (a step is one generation
+    round on one sample) get their own row: their few, long steps would otherwise set the y-range
+    of every curve. Legends sit right of the panels, off the curves. Logs written before
+    completion_length was recorded leave its panels empty."""
+    kinds = [] if train_log.empty else sorted(train_log["method"].map(_per_sample).unique())
+    rows = [(False, "adaptation on a dataset (step: optimizer step)"),
+            (True, "per-sample adaptation (step: generation round, mean over samples)")]
+    rows = [row for row in rows if row[0] in kinds] or rows[:1]
+    fig, axes = plt.subplots(len(rows), 2, figsize=(10, 3 * len(rows)), squeeze=False)
+    for (per_sample, title), row_axes in zip(rows, axes):
+        log = train_log[train_log["method"].map(_per_sample) == per_sample] if kinds else train_log
+        for ax, column, label in ((row_axes[0], "seconds", "seconds per step"),
+                                  (row_axes[1], "completion_length", "completion length (tokens)")):
+            if log.empty or column not in log or log[column].isna().all():
+                _empty(ax, f"{column} not in the training log")
+                continue
+            for (model, method, dataset), frame in log.groupby(["model", "method", "train_dataset"]):
+                per_step = frame.groupby("step")[column].mean()
+                ax.plot(per_step.index, per_step.values, marker=".", label=f"{model}: {METHOD_LABELS.get(method, method)} ({dataset})")
+            ax.set_xlabel("adaptation step")
+            ax.set_ylabel(label)
+            # costs from zero (a 2-token wobble is not drawn as a swing), 10% head room over the highest
+            ax.set_ylim(0, 1.1 * max(float(line.get_ydata().max()) for line in ax.get_lines()) or 1)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        row_axes[0].set_title(title, fontsize=8, loc="left")
+        handles, labels = max((ax.get_legend_handles_labels() for ax in row_axes), key=lambda hl: len(hl[0]))
+        if handles:  # one legend a row, for both panels
+            row_axes[1].legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
     fig.suptitle("Cost of adaptation per step (VR-TTRL Figures 2, 3)", fontsize=9)
     _save(fig, path)
 

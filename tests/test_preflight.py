@@ -1,0 +1,217 @@
+"""Pre-flight (issue 26 points 2-3): the dry run finds each model and dataset of a config in a Hugging
+Face cache or at its local path and names every missing one with its config key and the command
+that fetches them. The caches here are built by hand in the libraries' layouts (no network); the
+first test checks that huggingface_hub's and datasets' own lookups find them."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ttrl_bench.datasets.registry import REGISTRY
+from ttrl_bench.plan import preflight
+from ttrl_bench.plan.preflight import Need, PreflightError, check_cache, dataset_cached, model_cached
+
+COMMIT = "0" * 40
+
+
+def cache_model(hub_cache: Path, repo: str, files=("config.json", "model.safetensors")) -> None:
+    """huggingface_hub's cache layout: models--org--name/refs/main -> snapshots/<commit>/<file>."""
+    root = hub_cache / f"models--{repo.replace('/', '--')}"
+    (root / "refs").mkdir(parents=True, exist_ok=True)
+    (root / "refs" / "main").write_text(COMMIT)
+    for name in files:
+        path = root / "snapshots" / COMMIT / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+
+
+def cache_dataset(datasets_cache: Path, repo: str, split: str, configuration: str | None = None) -> None:
+    """datasets' Arrow cache: <org>___<name in snake case>/<configuration>/<version>/<hash>/dataset_info.json."""
+    from datasets.naming import camelcase_to_snakecase
+
+    org, name = repo.split("/")
+    directory = datasets_cache / f"{org}___{camelcase_to_snakecase(name)}" / (configuration or "default") / "0.0.0" / "abc123"
+    directory.mkdir(parents=True, exist_ok=True)
+    info = directory / "dataset_info.json"  # one per configuration, every split prepared in it
+    splits = json.loads(info.read_text())["splits"] if info.exists() else {}
+    splits[split] = {"name": split, "num_examples": 1}
+    info.write_text(json.dumps({"config_name": configuration or "default", "splits": splits}))
+
+
+def cache_dataset_file(hub_cache: Path, repo: str, filename: str) -> None:
+    """huggingface_hub's layout for a dataset repository's file: datasets--org--name/..."""
+    root = hub_cache / f"datasets--{repo.replace('/', '--')}"
+    (root / "refs").mkdir(parents=True, exist_ok=True)
+    (root / "refs" / "main").write_text(COMMIT)
+    (root / "snapshots" / COMMIT).mkdir(parents=True, exist_ok=True)
+    (root / "snapshots" / COMMIT / filename).write_text("a\nb\n")
+
+
+def cache_everything(home: Path, configs: list[dict]) -> None:
+    """A cache holding every Hub model of these configs and every Hub dataset of the registry."""
+    for config in configs:
+        for model in config.get("models", {}).values():
+            if "build" not in model:
+                cache_model(home / "hub", model.get("convert_from", model.get("source")))
+    for spec in REGISTRY.values():
+        if not spec.source.startswith(("bundled:", "local:")):
+            cache_dataset(home / "datasets", spec.source, spec.split, spec.hub_config)
+            if spec.source.startswith("clip-benchmark/"):
+                cache_dataset_file(home / "hub", spec.source, "classnames.txt")
+
+
+def test_the_hand_built_caches_are_what_the_libraries_look_up(tmp_path):
+    from datasets.packaged_modules.cache.cache import _find_hash_in_cache
+    from huggingface_hub import try_to_load_from_cache
+
+    cache_model(tmp_path / "hub", "Org/Model-2B")
+    assert try_to_load_from_cache("Org/Model-2B", "config.json", cache_dir=str(tmp_path / "hub")).endswith("config.json")
+    cache_dataset(tmp_path / "datasets", "CaraJ/MathVerse-lmmseval", "testmini", "testmini")
+    assert _find_hash_in_cache("CaraJ/MathVerse-lmmseval", "testmini", str(tmp_path / "datasets"), {}, None) == (
+        "testmini", "0.0.0", "abc123")
+
+
+def test_a_model_needs_its_config_and_weights_and_a_dataset_its_split(tmp_path):
+    cache_model(tmp_path, "org/config-only", files=("config.json",))
+    cache_model(tmp_path, "org/sharded", files=("config.json", "model.safetensors.index.json"))
+    assert not model_cached("org/config-only", tmp_path)
+    assert model_cached("org/sharded", tmp_path)
+    assert not model_cached("org/absent", tmp_path)
+    cache_dataset(tmp_path, "ethz/food101", "train")
+    assert not dataset_cached("ethz/food101", None, "validation", tmp_path)  # TTRV scores food101's validation split
+    cache_dataset(tmp_path, "ethz/food101", "validation")
+    assert dataset_cached("ethz/food101", None, "validation", tmp_path)
+    assert not dataset_cached("CaraJ/MathVerse-lmmseval", "testmini", "testmini", tmp_path)
+    # a clip-benchmark set also needs its classnames.txt (no ClassLabel in the shards)
+    dtd = Need("dataset", "datasets", "clip-benchmark/wds_vtab-dtd", "dtd", None, "test")
+    cache_dataset(tmp_path / "datasets", dtd.repo, "test")
+    assert preflight.missing([dtd], tmp_path / "hub", tmp_path / "datasets") == [dtd]
+    cache_dataset_file(tmp_path / "hub", dtd.repo, "classnames.txt")
+    assert preflight.missing([dtd], tmp_path / "hub", tmp_path / "datasets") == []
+
+
+CONFIG = {
+    "models": {
+        "cached": {"source": "OpenGVLab/InternVL3-2B-hf"},
+        "to-convert": {"convert_from": "OpenGVLab/InternVL2_5-4B"},
+        "absent": {"source": "OpenGVLab/InternVL3-8B-hf"},
+        "built": {"build": "tiny-internvl"},
+    },
+    "datasets": ["food101", "mme", "imagenet", "demo-digits"],
+    "experiments": {"cross": {"enabled": True, "cross": [["food101", "seed-bench"]]},
+                    "off": {"enabled": False, "datasets": ["ai2d"]}},
+    "data": {"sources": {}},
+}
+
+
+@pytest.fixture
+def hf_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("HF_DATASETS_CACHE", raising=False)
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HOME", str(tmp_path / "hf"))
+    return tmp_path / "hf"
+
+
+def test_offline_every_missing_model_and_dataset_is_named_with_its_key_and_the_fetch(hf_home, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cache_model(hf_home / "hub", "OpenGVLab/InternVL3-2B-hf")
+    cache_dataset(hf_home / "datasets", "ethz/food101", "validation")
+    models, datasets = sorted(CONFIG["models"]), sorted(set(CONFIG["datasets"]) | {"seed-bench"})
+    with pytest.raises(PreflightError) as error:
+        check_cache(CONFIG, models, datasets, [tmp_path / "ttrv.yaml"], offline=True)
+    message = str(error.value)
+    assert message.startswith("pre-flight: 5 thing(s) this config needs are missing:")
+    for line in ["config key `data.sources.imagenet.path` is not set: dataset 'imagenet' (datasets) has no Hub copy",
+                 "config key `models.to-convert.convert_from`: model OpenGVLab/InternVL2_5-4B",
+                 "config key `models.absent.source`: model OpenGVLab/InternVL3-8B-hf",
+                 "config key `datasets`: dataset mme: lmms-lab/MME (split 'test')",
+                 "config key `experiments.cross.cross`: dataset seed-bench: lmms-lab/SEED-Bench (split 'test')",
+                 "ttrl-bench fetch ttrv.yaml"]:
+        assert line in message
+    for cached in ("InternVL3-2B-hf", "food101", "tiny-internvl", "demo-digits", "ai2d"):
+        assert cached not in message
+
+
+def test_without_network_and_not_offline_every_missing_one_is_named(hf_home, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there: an unreachable Hub
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    config = {**CONFIG, "datasets": ["mme"], "experiments": {}}
+    with pytest.raises(PreflightError) as error:
+        check_cache(config, ["absent", "to-convert"], ["mme"], ["c.yaml"])
+    message = str(error.value)
+    assert "the Hub is unreachable from here" in message
+    assert "`models.absent.source`" in message and "`models.to-convert.convert_from`" in message and "mme" in message
+
+
+def test_local_copies_prepared_datasets_and_converted_models_need_no_cache(hf_home, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "copies" / "imagenet").mkdir(parents=True)
+    (tmp_path / "results" / "data" / "mme").mkdir(parents=True)
+    (tmp_path / "results" / "data" / "mme" / "manifest.parquet").write_text("")
+    (tmp_path / "results" / "models" / "converted" / "to-convert").mkdir(parents=True)
+    config = {**CONFIG, "data": {"sources": {"imagenet": {"path": "copies/imagenet"}}}}
+    check_cache(config, ["to-convert", "built"], ["imagenet", "mme", "demo-digits"], ["c.yaml"], offline=True)
+    config["data"]["sources"]["imagenet"]["path"] = "copies/none"
+    with pytest.raises(PreflightError, match=r"config key `data.sources.imagenet.path`: copies/none does not exist"):
+        check_cache(config, [], ["imagenet"], ["c.yaml"], offline=True)
+
+
+def test_fetch_downloads_what_the_check_lists(hf_home, monkeypatch):
+    calls = []
+    monkeypatch.setattr("huggingface_hub.snapshot_download", lambda repo, allow_patterns: calls.append((repo, allow_patterns)))
+    monkeypatch.setattr(preflight, "_fetch_dataset", lambda need: calls.append(need.name))
+    config = {**CONFIG, "data": {"sources": {"imagenet": {"path": "."}}}}
+    fetched = preflight.fetch(config)
+    from ttrl_bench.models.convert_internvl import CHECKPOINT_FILES
+
+    # the models of the main grid (all: no main_grid false) and the datasets of the enabled blocks
+    assert calls == [("OpenGVLab/InternVL3-8B-hf", preflight.MODEL_FILES), ("OpenGVLab/InternVL3-2B-hf", preflight.MODEL_FILES),
+                     ("OpenGVLab/InternVL2_5-4B", CHECKPOINT_FILES), "food101", "mme", "seed-bench"]
+    assert [n.kind for n in fetched] == ["model"] * 3 + ["dataset"] * 3
+    with pytest.raises(PreflightError, match="data.sources.imagenet.path"):
+        preflight.fetch(CONFIG)  # a local-only set without a copy: nothing downloads
+
+
+def test_the_models_a_config_uses(tmp_path):
+    config = {"datasets": ["mme"], "models": {"a": {}, "b": {"main_grid": False}, "c": {"main_grid": False}},
+              "experiments": {"x": {"enabled": True, "models": ["b"]}, "y": {"enabled": False, "models": ["c"]}}}
+    assert preflight.models_used(config) == ["a", "b"]
+
+
+def test_offline_ttrv_dry_run_with_an_empty_cache_stops_before_any_job(tmp_path):
+    """Issue 26's done-when: HF_HUB_OFFLINE=1 and an empty cache list every model and dataset of
+    config/ttrv.yaml (Tables 1-2: 3 models, 15 Hub datasets, ImageNet's local copy) and the fetch."""
+    import os
+
+    from test_workflow import _copy_workflow, _snakemake
+
+    work = _copy_workflow(tmp_path)
+    env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "empty")}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        result = _snakemake(work, "-n", "--configfile", "config/ttrv.yaml", "--replace-workflow-config", check=False)
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "pre-flight: 19 thing(s) this config needs are missing:" in output
+    assert output.count("    config key `models.") == 3 and output.count("    config key `datasets`: dataset ") == 15
+    assert "ttrl-bench fetch config/ttrv.yaml" in output
+    assert "Job stats" not in output and not (work / "results").exists()
+
+
+def test_fetch_command_reads_the_config_as_snakemake_does_and_refuses_before_downloading(capsys, caplog, monkeypatch):
+    from ttrl_bench.cli import main
+
+    repo = Path(__file__).parents[1]
+    monkeypatch.setattr("huggingface_hub.snapshot_download", lambda *a, **k: pytest.fail("downloaded"))
+    assert main(["fetch", str(repo / "config/ttrv.yaml")]) == 1
+    assert "fetch: fix these config keys first:" in caplog.text and "`data.sources.imagenet.path` is not set" in caplog.text
+    assert capsys.readouterr().err == ""  # no rerun line: fetch is not a pipeline step
+    config = preflight.load_config([repo / "config/ttrv.yaml"], repo / "workflow/schemas/config.schema.yaml")
+    # the schema's defaults filled in: experiments are off unless enabled, so Table 7's Qwen is not fetched
+    assert preflight.models_used(config) == ["internvl2.5-4b", "internvl3-2b", "internvl3-8b"]
