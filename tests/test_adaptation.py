@@ -254,8 +254,22 @@ def test_a_bf16_checkpoint_adapted_at_the_papers_lr_changes_its_weights(demo_dat
     # random reward: nonzero advantages whatever the tiny model answers (seeded)
     spec = resolve_method("random-reward", {**TWO_STEPS, "learning_rate": 5e-7, "num_generations": 8, "n_votes": 8,
                                             "micro_batch_size": 8})
-    log = adapt(model, processor, samples, demo_data, spec, tmp_path, seed=0, save_dtype=torch.bfloat16)
+    adapted = tmp_path / "adapted"
+    log = adapt(model, processor, samples, demo_data, spec, tmp_path, seed=0, save_dtype=torch.bfloat16,
+                save_to=adapted)
     assert log.attrs["optimizer_steps"] == 2 and (log["reward_std"] > 0).all()
+    # issue 23 finding 1: the saved config says what the tensors hold (save_pretrained writes the fp32
+    # master model's dtype), so evaluation's dtype="auto" loads the adapted checkpoint in bf16 as it
+    # loads the zero-shot one: both rows of a delta run in the same precision
+    import json
+
+    from safetensors import safe_open
+
+    assert json.loads((adapted / "config.json").read_text())["dtype"] == "bfloat16"
+    with safe_open(str(adapted / "model.safetensors"), "pt") as f:
+        assert {f.get_tensor(k).dtype for k in f.keys()} == {torch.bfloat16}
+    assert load_model(str(adapted))[0].dtype == load_model(str(stored))[0].dtype == torch.bfloat16
+    assert checkpoint_dtype(str(adapted)) == torch.bfloat16
     assert log.attrs["weights_changed"] >= 0.90
     # what a bf16 checkpoint keeps of a 2-step update at 5e-7: rounding flips only weights that sit
     # within ~1e-6 of a bf16 rounding boundary, a small share

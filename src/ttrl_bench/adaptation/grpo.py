@@ -9,6 +9,7 @@ ones trained on (`num_generations`)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import time
@@ -482,10 +483,23 @@ def save_adapted(trainer, processor, out: Path, dtype: torch.dtype) -> None:
     state = trainer.accelerator.get_state_dict(trainer.model)  # every process takes part
     if trainer.accelerator.is_main_process:
         model = trainer.accelerator.unwrap_model(trainer.model)
-        model.config.dtype = dtype
         model.save_pretrained(out, state_dict={k: v.to(dtype) for k, v in state.items()})
+        save_config_dtype(model.config, out, dtype)
         processor.save_pretrained(out)
     trainer.accelerator.wait_for_everyone()
+
+
+def save_config_dtype(config, out: Path, dtype: torch.dtype) -> None:
+    """config.json saying `dtype`, the tensors' dtype: `save_pretrained` writes the in-memory model's
+    dtype (transformers 5.23 modeling_utils.py:3433), fp32 for master weights, and `dtype="auto"`
+    (evaluation, vLLM) would load a bf16 checkpoint in fp32 (issue 23 finding 1). A copy: the live
+    model keeps saying what it holds."""
+    config = copy.deepcopy(config)
+    config.dtype = dtype
+    for key in config.sub_configs:  # what from_pretrained sets on load (modeling_utils.py _get_dtype)
+        if getattr(config, key, None) is not None:
+            getattr(config, key).dtype = dtype
+    config.save_pretrained(out)
 
 
 def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: dict, out_dir: Path, seed: int,
