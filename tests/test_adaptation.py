@@ -209,20 +209,23 @@ def test_fewer_samples_than_a_step_fill_one_step():
 
 def test_the_reward_votes_on_every_rollout_and_rewards_the_trained_ones():
     """Vote on 8, train on the first 4 (TTRV logs: 32 / 16). Over the 8 votes B wins 5 to 3, so the
-    trained A's get 0; voting on the 4 trained alone would have made A the label."""
+    trained A's get 0; voting on the 4 trained alone would have made A the label. Each trained row
+    brings the one extra vote sampled from its prompt next to it (trainer._generate)."""
     reward = GroupReward("majority_vote", {}, num_generations=4)
     trained = ["A", "A", "A", "B"]
-    votes = trained + ["B", "B", "B", "B"]
     rewards = reward(prompts=None, completions=_completions(trained), id=["x"] * 4,
-                     options=[["a", "b", "c", "d"]] * 4, answer=["B"] * 4, vote_texts=[votes] * 4,
-                     vote_ids=[[[1]] * 8] * 4)
+                     options=[["a", "b", "c", "d"]] * 4, answer=["B"] * 4, extra_votes=[["B"]] * 4,
+                     extra_vote_ids=[[[1]]] * 4, completion_ids=[[1]] * 4)
     assert rewards == [0.0, 0.0, 0.0, 1.0]
     assert reward.records[0]["votes"] == 8
     assert reward.records[0]["majority_fraction"] == pytest.approx(5 / 8)
     assert reward.records[0]["rollout_accuracy"] == pytest.approx(5 / 8)
-    with pytest.raises(SplitGroupError, match="first 4 votes"):
-        reward(prompts=None, completions=_completions(["B", "A", "A", "A"]), id=["x"] * 4,
-               options=[["a", "b", "c", "d"]] * 4, answer=["B"] * 4, vote_texts=[votes] * 4, vote_ids=[[[1]] * 8] * 4)
+    # group y: 4 trained B's and 4 extra C's tie; a tie goes to the answer seen first (TTRL's
+    # Counter.most_common): the trained ones come first, so B is the label
+    rewards = reward(prompts=None, completions=_completions(trained + ["B"] * 4), id=["x"] * 4 + ["y"] * 4,
+                     options=[["a", "b", "c", "d"]] * 8, answer=["B"] * 8,
+                     extra_votes=[["B"]] * 4 + [["C"]] * 4, extra_vote_ids=[[[1]]] * 8, completion_ids=[[1]] * 8)
+    assert rewards == [0.0, 0.0, 0.0, 1.0] + [1.0] * 4
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -41,6 +41,7 @@ from ..models.families import (
 from ..rewards.registry import get_reward
 from ..rewards.voting import answer_entropy, majority_answer
 from ..runs.processes import process_state
+from .layout import batch_layout, check_votes, fit_to_samples
 from .echo import LogitStatistics, adaptive_clip, check_update, hybrid_advantages
 from .uncertainty import completion_entropies, normalise_uncertainty
 from .weights import WeightSnapshot
@@ -80,8 +81,9 @@ class GroupReward:
     row. It cuts the batch into groups, refuses a group whose ids differ (a split group), parses
     each completion with the dataset's task, adds the task's format rewards (VR-TTRL), and records
     per-step statistics for the training log. Where the trainer voted on more rollouts than it trains
-    on, each row carries its group's `vote_texts` / `vote_ids` (the trained ones first): the reward
-    sees every vote and returns the trained completions' rewards. The hidden labels are read for the
+    on, each trained row carries the extra votes sampled from its prompt next to it (`extra_votes` /
+    `extra_vote_ids`): a group's votes are its trained completions, then their extras, gathered from
+    every process; the reward sees every vote and returns the trained completions' rewards. The hidden labels are read for the
     log (TTRV Figure 1 curves), and for the reward only by the supervised baseline (`needs_gold`:
     GRPO with ground-truth labels, ECHO Table 12).
     """
@@ -108,8 +110,8 @@ class GroupReward:
                                          system=row.get("system"), micro_batch=self.micro_batch)
         return normalise_uncertainty(entropies, model.config.get_text_config().vocab_size, self.uncertainty_norm)
 
-    def __call__(self, prompts, completions, completion_ids=None, trainer_state=None, vote_texts=None,
-                 vote_ids=None, **columns) -> list[float]:
+    def __call__(self, prompts, completions, completion_ids=None, trainer_state=None, extra_votes=None,
+                 extra_vote_ids=None, **columns) -> list[float]:
         """Rewards of this process's completions. Under several processes a group may be split across
         them (per-sample VR-TTRL: one prompt's 8 rollouts on 2 GPUs), so every process scores the
         whole generation batch, gathered in process order as TRL lays it out, and keeps its slice
@@ -119,11 +121,11 @@ class GroupReward:
         keys = [k for k in columns if k not in skip]
         local = len(completions)
         texts, ids, votes, vote_id_lists, columns = gathered(
-            [completion_text(c) for c in completions], completion_ids, vote_texts, vote_ids, {k: columns[k] for k in keys})
+            [completion_text(c) for c in completions], completion_ids, extra_votes, extra_vote_ids, {k: columns[k] for k in keys})
         start = process_state().process_index * local
         return self._score(texts, ids, votes, vote_id_lists, columns, trainer_state)[start : start + local]
 
-    def _score(self, texts, completion_ids, vote_texts, vote_ids, columns, trainer_state) -> list[float]:
+    def _score(self, texts, completion_ids, extra_votes, extra_vote_ids, columns, trainer_state) -> list[float]:
         n = self.num_generations
         if len(texts) % n:
             raise SplitGroupError(f"batch of {len(texts)} completions is not a multiple of N={n}")
@@ -134,10 +136,11 @@ class GroupReward:
             if len(group_ids) != 1:
                 raise SplitGroupError(f"completions {start}..{start + n - 1} mix prompts {sorted(group_ids)}")
             row = rows[start]
-            votes = vote_texts[start] if vote_texts else texts[start : start + n]
-            ids = vote_ids[start] if vote_ids else (completion_ids or [[]] * len(texts))[start : start + n]
-            if votes[:n] != texts[start : start + n]:
-                raise SplitGroupError(f"completions {start}..{start + n - 1} are not the first {n} votes of their group")
+            group = range(start, start + n)
+            votes = texts[start : start + n] + [t for i in group for t in extra_votes[i]] if extra_votes else (
+                texts[start : start + n])
+            ids = (completion_ids or [[]] * len(texts))[start : start + n]
+            ids = ids + [t for i in group for t in extra_vote_ids[i]] if extra_vote_ids else ids
             parsed = [self.task.parse(t, row) for t in votes]
             extra = {"uncertainties": self._uncertainties(row, ids)} if self.needs_uncertainty else {}
             if self.needs_texts:
@@ -240,7 +243,10 @@ class TestTimeGRPOTrainer(GRPOTrainer):
     """TRL's GRPOTrainer with the rollout split of TTRL's and TTRV's code: `n_votes` rollouts per
     prompt vote on the pseudo-label, the first `num_generations` of them are trained on (TTRV
     authors' logs: 32 / 16; TTRL and ECHO Appendix A.3: 64 / 32). The extra rollouts come from the
-    same `_generate` call (either backend), and reach the reward as `vote_texts` / `vote_ids`.
+    same `_generate` call (either backend): each trained rollout's prompt is sampled n_votes /
+    num_generations times on the process that holds it, so a group split across processes (ECHO's
+    5-prompt generation batch on 4 GPUs, TTRV Table 6's one sample on 2) votes whole; the extras
+    reach the reward as `extra_votes` / `extra_vote_ids` of their row (GroupReward gathers them).
     Rollouts never contain placeholder tokens: forbidden at sampling, and refused if one slips by."""
 
     def __init__(self, *args, n_votes: int, forbidden_token_ids: list[int], update: dict | None = None, **kwargs):
@@ -312,32 +318,26 @@ class TestTimeGRPOTrainer(GRPOTrainer):
             out = super()._generate(prompts)
             refuse_placeholders(out[1], self.forbidden_token_ids)
             return out
-        if len(prompts) % trained:
-            raise ValueError(
-                f"n_votes {self.n_votes} > num_generations {trained} needs each process to hold whole groups, but "
-                f"this one holds {len(prompts)} rollouts: raise adaptation.hyperparameters.<task>.prompts_per_step to "
-                "at least the number of GPUs, or set n_votes = num_generations"
-            )
-        starts = range(0, len(prompts), trained)
-        expanded = [prompts[s] for s in starts for _ in range(self.n_votes)]
-        self.num_generations = self.n_votes  # TRL's backends group identical prompts by this count
+        copies = self.n_votes // trained  # check_votes: a whole multiple
+        expanded = [prompt for prompt in prompts for _ in range(copies)]
+        self.num_generations = copies  # TRL's vLLM server mode samples each run of identical prompts at once
         try:
             prompt_ids, completion_ids, tool_mask, completions, logprobs, extra, images, tool_images = (
                 super()._generate(expanded))
         finally:
             self.num_generations = trained
         refuse_placeholders(completion_ids, self.forbidden_token_ids)
-        keep = [k * self.n_votes + j for k in range(len(starts)) for j in range(trained)]
+        keep = range(0, len(expanded), copies)  # the first sample of each row is trained, the others only vote
 
         def pick(values):
             return None if values is None else [values[i] for i in keep]
 
-        def per_group(values):
-            return [values[k * self.n_votes : (k + 1) * self.n_votes] for k in range(len(starts)) for _ in range(trained)]
+        def extras(values):
+            return [values[i + 1 : i + copies] for i in keep]
 
         extra = {key: pick(v) if isinstance(v, list) and len(v) == len(expanded) else v for key, v in extra.items()}
-        extra["vote_texts"] = per_group([completion_text(c) for c in completions])
-        extra["vote_ids"] = per_group([list(ids) for ids in completion_ids])
+        extra["extra_votes"] = extras([completion_text(c) for c in completions])
+        extra["extra_vote_ids"] = extras([list(ids) for ids in completion_ids])
         return (pick(prompt_ids), pick(completion_ids), pick(tool_mask), pick(completions), pick(logprobs), extra,
                 pick(images), pick(tool_images) if tool_images else tool_images)
 
@@ -351,32 +351,6 @@ def refuse_placeholders(completion_ids, forbidden: set[int]) -> None:
                 "tokenizer) although they are forbidden at "
                 "sampling; the training forward would mismatch image features and tokens"
             )
-
-
-def batch_layout(hp: dict, num_processes: int = 1) -> dict:
-    """GRPOConfig's batch fields from the preset. One optimizer step covers prompts_per_step x
-    num_generations completions (TTRV authors' logs: 4 x 16); forward/backward runs on
-    `micro_batch_size` of them at a time with gradient accumulation; rollouts are generated
-    `generation_batch_size` at a time (default: one prompt's group per process, since HF generate
-    holds the whole generation batch at once, gpu-probe.md; with fewer prompts per step than
-    processes, one group split across them)."""
-    n = hp["num_generations"]
-    per_step = n * hp.get("prompts_per_step", 1)
-    # a step's completions shared by many GPUs leave each fewer than a micro-batch (VR-TTRL on 4 GPUs:
-    # 8 rollouts, 2 per GPU): the micro-batch shrinks to them, a memory knob only
-    micro = min(hp.get("micro_batch_size") or n, max(1, per_step // num_processes))
-    generation = hp.get("generation_batch_size") or n * min(num_processes, hp.get("prompts_per_step", 1))
-    key = "adaptation.hyperparameters.<task>"
-    if per_step % (micro * num_processes):
-        raise ValueError(f"{key}: prompts_per_step x num_generations = {per_step} completions per step is not a "
-                         f"multiple of micro_batch_size {micro} x {num_processes} process(es)")
-    if generation % n or generation % (micro * num_processes) or per_step % generation and generation % per_step:
-        raise ValueError(f"{key}.generation_batch_size = {generation} must be a multiple of num_generations {n} and of "
-                         f"micro_batch_size {micro} x {num_processes} process(es), and divide or be divided by the "
-                         f"{per_step} completions of one step")
-    return {"per_device_train_batch_size": micro,
-            "gradient_accumulation_steps": per_step // (micro * num_processes),
-            "generation_batch_size": generation}
 
 
 def forbidden_token_kwargs(backend: str, token_ids: list[int], tokenizer_size: int) -> dict:
@@ -460,23 +434,6 @@ def out_of_memory_message(model, hp: dict, err: Exception) -> str:
     )
 
 
-def fit_to_samples(hp: dict, n_samples: int) -> dict:
-    """With fewer adaptation samples than prompts per step (TTRV Table 6: one sample), a step holds
-    them all: the preset's batch cannot be filled from the data. Likewise a generation batch of more
-    prompts than there are (ECHO Table 5 generates 5 at once) shrinks to the whole steps they fill."""
-    if n_samples < hp.get("prompts_per_step", 1):
-        log.warning("%d adaptation samples < prompts_per_step %d: %d prompt(s) per step", n_samples,
-                    hp["prompts_per_step"], n_samples)
-        hp = {**hp, "prompts_per_step": n_samples}
-    per_step = hp["num_generations"] * hp.get("prompts_per_step", 1)
-    if (hp.get("generation_batch_size") or 0) > n_samples * hp["num_generations"]:
-        steps = max(1, n_samples // hp.get("prompts_per_step", 1))
-        log.warning("%d adaptation samples fill no generation batch of %d completions: %d", n_samples,
-                    hp["generation_batch_size"], per_step * steps)
-        hp = {**hp, "generation_batch_size": per_step * steps}
-    return hp
-
-
 def save_adapted(trainer, processor, out: Path, dtype: torch.dtype) -> None:
     """The adapted weights in the checkpoint's own dtype (what evaluation loads), gathered whole from
     however many processes hold shards of them."""
@@ -511,10 +468,7 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
     `before` (default: a snapshot taken here). With `save_to`, the adapted model is saved there in
     `save_dtype`."""
     hp = fit_to_samples(method["hyperparameters"], len(manifest))
-    n_votes = hp.get("n_votes") or hp["num_generations"]
-    if n_votes < hp["num_generations"]:
-        raise ValueError(f"adaptation.hyperparameters.<task>.n_votes = {n_votes} is smaller than num_generations = "
-                         f"{hp['num_generations']}: the trained rollouts are the first of the votes")
+    n_votes = check_votes(hp)
     if hp.get("freeze_vision"):
         freeze_vision_tower(model)
     micro = hp.get("micro_batch_size") or hp["num_generations"]
