@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from accelerate.utils import gather_object
+from accelerate.utils import gather_object, set_seed
 from datasets import Dataset
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
@@ -459,6 +459,91 @@ def save_config_dtype(config, out: Path, dtype: torch.dtype) -> None:
     config.save_pretrained(out)
 
 
+class TestTimeAdaptation:
+    """One TestTimeGRPOTrainer for every adaptation a job runs: its colocated vLLM engine and KL
+    reference model are built once. Per-sample VR-TTRL adapts 200 samples per split, and an engine
+    built per sample costs 30-120 s and keeps its GPU memory when deleted (vllm-project/vllm 21073;
+    issue 23 finding 3). `run` adapts on a manifest; each run after the first starts as the first
+    did: the caller restores the weights (per_sample.py), `run` empties AdamW's state, lets the
+    Trainer build a fresh lr schedule (it does on every `train()`), and reseeds."""
+
+    def __init__(self, model, processor, manifest: pd.DataFrame, image_root: Path, method: dict, out_dir: Path,
+                 seed: int, task=None):
+        hp = fit_to_samples(method["hyperparameters"], len(manifest))
+        n_votes = check_votes(hp)
+        if hp.get("freeze_vision"):
+            freeze_vision_tower(model)
+        micro = hp.get("micro_batch_size") or hp["num_generations"]
+        self.model, self.processor, self.hp, self.runs = model, processor, hp, 0
+        self.new_reward = lambda: GroupReward(method["reward"], method.get("reward_params", {}), hp["num_generations"],
+                                              task, micro)
+        self.reward = self.new_reward()
+        forbidden = unsampleable_token_ids(model.config, processor.tokenizer)
+        backend = rollout_backend(hp.get("rollout_backend", "auto"))
+        self.progress = ProgressLog()
+        self.trainer = TestTimeGRPOTrainer(
+            update=method.get("update"),
+            model=model,
+            reward_funcs=[self.reward],
+            args=grpo_config(out_dir, hp, seed, forbidden_token_kwargs(backend, forbidden, len(processor.tokenizer)),
+                             method.get("vllm")),
+            train_dataset=adaptation_dataset(manifest, image_root),
+            processing_class=processor,
+            callbacks=[self.progress],
+            n_votes=n_votes,
+            forbidden_token_ids=forbidden,
+        )
+        self.reward.policy = (model, processor)
+        if backend == "vllm":  # TRL 1.16 + vLLM expand image placeholders twice (huggingface/trl 6294, 6401)
+            llm = self.trainer.vllm_generation.llm
+            collapse_prompts_before_generate(llm, model.config.image_token_id, image_span_token_ids(processor))
+            probe_colocated_expansion(llm, processor, self.trainer.train_dataset[0]["image"],
+                                      placeholder_token_ids(model.config))
+
+    def _start_over(self, manifest: pd.DataFrame, image_root: Path) -> None:
+        """The trainer as a new one would be, on `manifest`: the Trainer rebuilds its state, step
+        count and lr schedule in every `train()` (transformers trainer.py _prepare_for_training) but
+        keeps its (accelerate-prepared) optimizer, whose state is emptied; TRL's generation counters
+        restart, the engine reloads the (restored) weights at the first generation, and the reward
+        is a new one."""
+        trainer = self.trainer
+        trainer.train_dataset = adaptation_dataset(manifest, image_root)
+        if trainer.optimizer is not None:
+            trainer.optimizer.state.clear()
+        trainer._step, trainer._buffered_inputs = 0, None
+        if trainer.use_vllm:
+            trainer._last_loaded_step = -1
+        self.reward = trainer.reward_funcs[0] = self.new_reward()  # its log, and a seeded reward's stream
+        self.reward.policy = (self.model, self.processor)
+        self.progress.losses = []
+
+    def run(self, manifest: pd.DataFrame | None = None, image_root: Path | None = None,
+            before: WeightSnapshot | None = None, save_dtype: torch.dtype | None = None) -> pd.DataFrame:
+        """GRPO on `manifest` (the constructor's on the first run); the log as `adapt` returns it."""
+        if self.runs:
+            self._start_over(manifest, image_root)
+        self.runs += 1
+        model, trainer = self.model, self.trainer
+        before = before or WeightSnapshot(model)
+        # as TRL's constructor does: one seed per process (grpo_trainer.py:1103), so a group split across
+        # processes samples different rollouts; every run samples as the first
+        set_seed(trainer.args.seed, device_specific=True)
+        try:
+            trainer.train()
+        except torch.OutOfMemoryError as err:
+            raise MemoryError(out_of_memory_message(model, self.hp, err)) from err
+        model.eval()  # the trainer leaves train mode on; predictions right after adapting need eval mode
+        records = pd.DataFrame(self.reward.records)  # one row per generation round
+        records.attrs["optimizer_steps"] = trainer.state.global_step
+        records.attrs["losses"] = self.progress.losses
+        records.attrs["verifications"] = self.reward.verifications
+        records.attrs["weights_changed"] = before.changed_fraction(model)
+        records.attrs["weights_changed_saved"] = before.changed_fraction(model, save_dtype) if save_dtype else None
+        log.info("%d optimizer steps changed %.2f%% of the trainable weights", trainer.state.global_step,
+                 100 * records.attrs["weights_changed"])
+        return records
+
+
 def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: dict, out_dir: Path, seed: int,
           task=None, save_dtype: torch.dtype | None = None, before: WeightSnapshot | None = None,
           save_to: Path | None = None) -> pd.DataFrame:
@@ -467,46 +552,8 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
     (`weights_changed`, and `weights_changed_saved` after casting to `save_dtype`), measured against
     `before` (default: a snapshot taken here). With `save_to`, the adapted model is saved there in
     `save_dtype`."""
-    hp = fit_to_samples(method["hyperparameters"], len(manifest))
-    n_votes = check_votes(hp)
-    if hp.get("freeze_vision"):
-        freeze_vision_tower(model)
-    micro = hp.get("micro_batch_size") or hp["num_generations"]
-    reward = GroupReward(method["reward"], method.get("reward_params", {}), hp["num_generations"], task, micro)
-    forbidden = unsampleable_token_ids(model.config, processor.tokenizer)
-    backend = rollout_backend(hp.get("rollout_backend", "auto"))
-    progress = ProgressLog()
-    trainer = TestTimeGRPOTrainer(
-        update=method.get("update"),
-        model=model,
-        reward_funcs=[reward],
-        args=grpo_config(out_dir, hp, seed, forbidden_token_kwargs(backend, forbidden, len(processor.tokenizer)),
-                         method.get("vllm")),
-        train_dataset=adaptation_dataset(manifest, image_root),
-        processing_class=processor,
-        callbacks=[progress],
-        n_votes=n_votes,
-        forbidden_token_ids=forbidden,
-    )
-    reward.policy = (model, processor)
-    if backend == "vllm":  # TRL 1.16 + vLLM expand image placeholders twice (huggingface/trl 6294, 6401)
-        llm = trainer.vllm_generation.llm
-        collapse_prompts_before_generate(llm, model.config.image_token_id, image_span_token_ids(processor))
-        probe_colocated_expansion(llm, processor, trainer.train_dataset[0]["image"], placeholder_token_ids(model.config))
-    before = before or WeightSnapshot(model)
-    try:
-        trainer.train()
-    except torch.OutOfMemoryError as err:
-        raise MemoryError(out_of_memory_message(model, hp, err)) from err
-    model.eval()  # the trainer leaves train mode on; predictions right after adapting need eval mode
-    records = pd.DataFrame(reward.records)  # one row per generation round
-    records.attrs["optimizer_steps"] = trainer.state.global_step
-    records.attrs["losses"] = progress.losses
-    records.attrs["verifications"] = reward.verifications
-    records.attrs["weights_changed"] = before.changed_fraction(model)
-    records.attrs["weights_changed_saved"] = before.changed_fraction(model, save_dtype) if save_dtype else None
-    log.info("%d optimizer steps changed %.2f%% of the trainable weights", trainer.state.global_step,
-             100 * records.attrs["weights_changed"])
+    adaptation = TestTimeAdaptation(model, processor, manifest, image_root, method, out_dir, seed, task)
+    records = adaptation.run(before=before, save_dtype=save_dtype)
     if save_to is not None:
-        save_adapted(trainer, processor, save_to, save_dtype or model.dtype)
+        save_adapted(adaptation.trainer, processor, save_to, save_dtype or model.dtype)
     return records
