@@ -58,3 +58,20 @@ def test_one_trainer_adapts_every_sample_from_the_same_start(scene_data, tiny_mo
     grpo.adapt(fresh, processor, samples.iloc[[2]], scene_data, spec, tmp_path / "alone", seed=0, task=GroundingTask())
     assert len(built) == 2
     assert all(torch.equal(ends[3][0][n], ends[2][0][n]) for n in base)
+
+
+def test_every_generation_of_a_run_has_one_precision(scene_data, tiny_model_dir, tmp_path, monkeypatch):
+    """Appendix C's consensus baseline on 2 samples under bf16 autocast (on the CPU:
+    TTRL_BENCH_AUTOCAST=bf16, the GPU's code path): sample 1's pseudo-label rollouts come before any
+    Trainer, sample 2's after the first one wrapped `forward` in autocast; every forward, those
+    rollouts and the training steps alike, computes the logits in bf16."""
+    monkeypatch.setenv("TTRL_BENCH_AUTOCAST", "bf16")
+    model, processor = load_model(str(tiny_model_dir), dtype="fp32")
+    dtypes = []
+    model.lm_head.register_forward_hook(lambda module, args, out: dtypes.append(out.dtype))
+    spec = resolve_method("sft-majority-pseudo-label", {"num_generations": 2, "max_completion_length": 8,
+                                                        "epochs": 1, "learning_rate": 1e-3})
+    adapt_each_sample(model, processor, load_manifest(scene_data, "test").head(2), scene_data, spec, tmp_path,
+                      seed=0, max_new_tokens=8)
+    assert len(dtypes) > 4 and set(dtypes) == {torch.bfloat16}
+    assert next(model.parameters()).dtype == torch.float32  # the master weights stay fp32

@@ -25,6 +25,7 @@ from trl.models.utils import disable_gradient_checkpointing
 
 from ..evaluation.tasks import TASKS
 from ..generation.backend import choose_backend
+from ..generation.precision import bf16_autocast
 from ..generation.vllm_settings import (
     collapse_prompts_before_generate,
     forbid_tokens_sampling_kwargs,
@@ -407,7 +408,7 @@ def optimizer_arguments(hp: dict, seed: int) -> dict:
         report_to="none",
         remove_unused_columns=False,
         use_cpu=not on_gpu,
-        bf16=on_gpu,
+        bf16=bf16_autocast(),  # generation/precision.py: the CPU rehearsal may ask for it too
         seed=seed,
     )
 
