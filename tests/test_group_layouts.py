@@ -1,7 +1,7 @@
 """Rollout groups across processes (issue 23 finding 2): every GRPO preset's batch layout is valid at
 planning time for the GPU counts the paper configs give it, and a process holding part of a prompt's
 group (ECHO's 5-prompt generation batch on 2 of them; TTRV Table 6's one sample on 2) still votes on
-the whole group, on the CPU with 2 gloo processes under the rules' FSDP2 launch."""
+the whole group, on the CPU with 2 gloo processes under the rules' launch command."""
 
 import json
 import subprocess
@@ -14,7 +14,7 @@ from ttrl_bench.runs.launch import launcher
 TWO_LAYOUTS_SCRIPT = """
 import json, sys
 from pathlib import Path
-from ttrl_bench.adaptation.grpo import adapt
+from ttrl_bench.adaptation.grpo import TestTimeAdaptation
 from ttrl_bench.adaptation.presets import resolve_method
 from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.models.loading import load_model
@@ -31,8 +31,12 @@ runs = {
 result = {}
 for name, (spec, n) in runs.items():
     model, processor = load_model(str(model_dir), dtype="fp32")
-    log = adapt(model, processor, load_manifest(data, "test").head(n), data, spec, out / name, seed=0)
-    result[name] = {"votes": list(log["votes"]), "steps": log.attrs["optimizer_steps"], "rounds": len(log)}
+    adaptation = TestTimeAdaptation(model, processor, load_manifest(data, "test").head(n), data, spec, out / name, 0)
+    log = adaptation.run()
+    accelerator = adaptation.trainer.accelerator
+    result[name] = {"votes": list(log["votes"]), "steps": log.attrs["optimizer_steps"], "rounds": len(log),
+                    "distributed": accelerator.distributed_type.value, "sync_each_batch": accelerator.gradient_state.plugin_kwargs.get(
+                        "sync_each_batch", False), "accumulation": adaptation.trainer.args.gradient_accumulation_steps}
 open(f"result-{process_state().process_index}.json", "w").write(json.dumps(result))
 """
 
@@ -51,8 +55,14 @@ def test_groups_split_across_processes_vote_on_the_whole_group(demo_data, tiny_m
     assert result.returncode == 0, result.stderr[-3000:]
     for rank in (0, 1):
         values = json.loads((tmp_path / f"result-{rank}.json").read_text())
-        assert values["echo"] == {"votes": [8], "steps": 5, "rounds": 1}
-        assert values["ttrv"] == {"votes": [8], "steps": 1, "rounds": 1}
+        # ECHO's micro-batch of 1: 4 / (1 x 2) = 2 accumulated micro-batches, each one's gradients reduced
+        # (issue 23 finding 4: sync_each_batch; under FSDP2 no unsharded gradients held across micro-batches).
+        # On the CPU accelerate runs the rules' --use_fsdp launch as MULTI_CPU (gloo, DDP): it selects FSDP
+        # only for GPU-type devices (accelerate state.py ~985-1013), so FSDP2 itself is shown on a GPU only.
+        assert values["echo"] == {"votes": [8], "steps": 5, "rounds": 1, "distributed": "MULTI_CPU",
+                                  "sync_each_batch": True, "accumulation": 2}
+        assert values["ttrv"] == {"votes": [8], "steps": 1, "rounds": 1, "distributed": "MULTI_CPU",
+                                  "sync_each_batch": True, "accumulation": 1}
 
 
 def _config_jobs():

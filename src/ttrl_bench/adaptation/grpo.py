@@ -409,6 +409,10 @@ def optimizer_arguments(hp: dict, seed: int) -> dict:
         remove_unused_columns=False,
         use_cpu=not on_gpu,
         bf16=bf16_autocast(),  # generation/precision.py: the CPU rehearsal may ask for it too
+        # reduce (under FSDP: reduce-scatter) gradients after every micro-batch: the Trainer otherwise runs all
+        # but the last in `no_sync` (trainer.py ~1895), where FSDP2 keeps whole unsharded gradients (~15 GB per
+        # GPU for 8B; issue 23 finding 4). Without several processes there is nothing to sync: a no-op.
+        accelerator_config={"gradient_accumulation_kwargs": {"sync_each_batch": True}},
         seed=seed,
     )
 
