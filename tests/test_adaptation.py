@@ -323,3 +323,17 @@ def test_a_missing_local_model_is_named_before_any_download(tmp_path):
         resolve_model_source("results/models/not-built")
     assert resolve_model_source("OpenGVLab/InternVL3-2B-hf") == "OpenGVLab/InternVL3-2B-hf"
     assert resolve_model_source(str(tmp_path)) == str(tmp_path)
+
+
+def test_the_kl_reference_loads_on_the_process_own_gpu(tmp_path):
+    """Issue 23 finding 6: under FSDP TRL would load the reference with device_map="auto" (spread over
+    every GPU of the node by every process); it gets bf16 on this process's GPU. On the CPU: TRL's own
+    default (device_map None, the policy's dtype)."""
+    import torch
+
+    from ttrl_bench.adaptation.grpo import grpo_config, reference_init_kwargs
+
+    assert reference_init_kwargs(True, torch.device("cuda", 3)) == {"dtype": torch.bfloat16, "device_map": "cuda:3"}
+    assert reference_init_kwargs(False, torch.device("cpu")) is None
+    assert grpo_config(tmp_path, {**resolve_method("ttrv")["hyperparameters"], "rollout_backend": "hf"}, 0
+                       ).model_init_kwargs is None

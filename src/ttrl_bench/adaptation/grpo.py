@@ -384,11 +384,19 @@ def grpo_config(out_dir: Path, hp: dict, seed: int, generation_kwargs: dict | No
         generation_kwargs=generation_kwargs or None,
         use_vllm=backend == "vllm",
         **engine,
-        # the frozen KL reference is only run forward: bf16 on GPUs halves its memory
-        model_init_kwargs={"dtype": torch.bfloat16} if on_gpu else None,
+        model_init_kwargs=reference_init_kwargs(on_gpu, process_state().device),
         **optimizer_arguments(hp, seed),
         disable_tqdm=False,
     )
+
+
+def reference_init_kwargs(on_gpu: bool, device) -> dict | None:
+    """How TRL loads the frozen KL reference (GRPOConfig.model_init_kwargs): only run forward, so bf16
+    on GPUs (half its memory), and whole on this process's own GPU. TRL's default `device_map="auto"`
+    (trl trainer/utils.py:1350-1351; grpo_trainer.py:997 clears it for MULTI_GPU and DeepSpeed, not
+    FSDP) would spread every process's copy over all the node's GPUs before FSDP shards it (issue 23
+    finding 6)."""
+    return {"dtype": torch.bfloat16, "device_map": str(device)} if on_gpu else None
 
 
 def optimizer_arguments(hp: dict, seed: int) -> dict:
