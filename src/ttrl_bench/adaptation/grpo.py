@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from ..generation.precision import bf16_autocast
 from ..generation.vllm_settings import (
     collapse_prompts_before_generate,
     forbid_tokens_sampling_kwargs,
+    grpo_vllm_environment,
     grpo_vllm_kwargs,
     probe_colocated_expansion,
 )
@@ -493,6 +495,8 @@ class TestTimeAdaptation:
         self.reward = self.new_reward()
         forbidden = unsampleable_token_ids(model.config, processor.tokenizer)
         backend = rollout_backend(hp.get("rollout_backend", "auto"))
+        if backend == "vllm":
+            os.environ.update(grpo_vllm_environment(method.get("vllm")))
         self.progress = ProgressLog()
         self.trainer = TestTimeGRPOTrainer(
             update=method.get("update"),
