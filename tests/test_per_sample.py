@@ -75,3 +75,44 @@ def test_every_generation_of_a_run_has_one_precision(scene_data, tiny_model_dir,
                       seed=0, max_new_tokens=8)
     assert len(dtypes) > 4 and set(dtypes) == {torch.bfloat16}
     assert next(model.parameters()).dtype == torch.float32  # the master weights stay fp32
+
+
+def test_one_autocast_region_casts_the_weights_once_per_round(tiny_model_dir, monkeypatch):
+    """Issue 23 finding 7. accelerate wraps `forward` in autocast, entered and left at every decoded
+    token, so generation re-casts every fp32 weight per token; inside one region (generation_precision,
+    around each rollout round) autocast's cache keeps the bf16 copies for the round. The tiny model's
+    text side has 2 layers x (7 linear weights + 3 q/k/v biases) + the tied head = 21 tensors: 21 fewer
+    fp32->bf16 casts per decoded token."""
+    from PIL import Image
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from ttrl_bench.generation.hf import chat_prompt
+    from ttrl_bench.generation.precision import generation_precision
+
+    class Casts(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is torch.ops.aten._to_copy.default and kwargs.get("dtype") == torch.bfloat16:
+                Casts.n += args[0].dtype == torch.float32
+            return func(*args, **kwargs)
+
+    monkeypatch.setenv("TTRL_BENCH_AUTOCAST", "bf16")
+    model, processor = load_model(str(tiny_model_dir), dtype="fp32")
+    model.forward = torch.autocast("cpu", dtype=torch.bfloat16)(model.forward)  # as accelerate.prepare does
+    batch = processor(text=[chat_prompt(processor, "Which digit?")], images=[Image.new("RGB", (56, 56))],
+                      return_tensors="pt")
+
+    def casts_per_token(region) -> int:
+        counts = []
+        for tokens in (3, 5):
+            Casts.n = 0
+            with torch.no_grad(), Casts(), region():
+                model.generate(**batch, do_sample=False, max_new_tokens=tokens, min_new_tokens=tokens)
+            counts.append(Casts.n)
+        return (counts[1] - counts[0]) // 2
+
+    import contextlib
+
+    assert casts_per_token(contextlib.nullcontext) - casts_per_token(lambda: generation_precision(model)) == 21

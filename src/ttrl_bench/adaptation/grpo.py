@@ -26,7 +26,7 @@ from trl.models.utils import disable_gradient_checkpointing
 
 from ..evaluation.tasks import TASKS
 from ..generation.backend import choose_backend
-from ..generation.precision import bf16_autocast
+from ..generation.precision import bf16_autocast, generation_precision
 from ..generation.vllm_settings import (
     collapse_prompts_before_generate,
     forbid_tokens_sampling_kwargs,
@@ -316,6 +316,13 @@ class TestTimeGRPOTrainer(GRPOTrainer):
             self.epsilon_low, self.epsilon_high = fixed
 
     def _generate(self, prompts: list):
+        # one autocast region around the round: autocast caches its bf16 copies of the fp32 master weights
+        # until the outermost region exits, so transformers' generate casts them once per round instead of
+        # at every decoded token (accelerate's per-forward autocast; issue 23 finding 7, tests/test_per_sample.py)
+        with generation_precision(self.model):
+            return self._generate_votes(prompts)
+
+    def _generate_votes(self, prompts: list):
         trained = self.num_generations
         if not self.model.training or self.n_votes == trained:
             out = super()._generate(prompts)
