@@ -17,7 +17,10 @@ Per model and method it prints: seconds per optimizer step, TTRV adaptation wall
 2 epochs at the authors'-run settings: 4 prompts x 16 trained of 32 voted rollouts), VR-TTRL seconds
 per update and per sample (1 sample x 5 rounds x 8 rollouts), greedy evaluation samples/s, peak GPU
 memory, and the share of trainable weights the adaptation changed (fp32 master weights, and what a
-bf16 checkpoint keeps). The table goes to benchmarks/results/gpu-<device>.csv.
+bf16 checkpoint keeps). Each (model, method) runs in a process of its own (run_job_process): its
+peaks (allocated and reserved) owe nothing to the previous job, and a job that fails (out of
+memory) loses its own row alone, written with the error. Rows go to
+benchmarks/results/gpu-<device>.csv as each job finishes, with the rollout backend and precision.
 
 Random weights measure speed, memory and code paths, never accuracy. They never stop generating
 on their own, so new tokens are capped at realistic answer lengths: 16 for MCQ (the TTRV authors'
@@ -29,7 +32,9 @@ the tokenizer are never sampled (as for real checkpoints whose matrices are padd
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -104,6 +109,11 @@ def peak_gb() -> float:
     return torch.cuda.max_memory_allocated() / 1e9 if torch.cuda.is_available() else float("nan")
 
 
+def peak_reserved_gb() -> float:
+    """What the caching allocator held at its peak (allocated + cached blocks): what the GPU must have."""
+    return torch.cuda.max_memory_reserved() / 1e9 if torch.cuda.is_available() else float("nan")
+
+
 def reset_peak() -> None:
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
@@ -126,7 +136,8 @@ def run_adaptation(model_dir: Path, data: Path, method: str, hp: dict, tmp: Path
     seconds = time.perf_counter() - start
     steps = log.attrs["optimizer_steps"]
     return {"optimizer_steps": steps, "adapt_s": seconds, "s_per_step": seconds / max(1, steps),
-            "peak_gpu_gb": peak_gb(), "weights_changed": log.attrs["weights_changed"],
+            "peak_gpu_gb": peak_gb(), "peak_reserved_gb": peak_reserved_gb(),
+            "weights_changed": log.attrs["weights_changed"],
             "weights_changed_bf16": log.attrs["weights_changed_saved"]}
 
 
@@ -144,6 +155,7 @@ def run_per_sample(model_dir: Path, scenes: Path, hp: dict, tmp: Path) -> dict:
     updates = int(log["sample_updates"].sum())
     return {"optimizer_steps": updates, "adapt_s": sum(seconds), "s_per_step": sum(seconds) / max(1, updates),
             "s_per_sample": sum(seconds) / len(seconds), "peak_gpu_gb": peak_gb(),
+            "peak_reserved_gb": peak_reserved_gb(),
             "weights_changed": float(log["weights_changed"].mean())}
 
 
@@ -159,7 +171,8 @@ def run_evaluation(model_dir: Path, data: Path, n: int, batch: int) -> dict:
     start = time.perf_counter()
     generate_greedy(model, processor, list(rows["prompt"]), images, 6, batch, progress=False)
     seconds = time.perf_counter() - start
-    return {"eval_samples": n, "eval_samples_per_s": n / seconds, "peak_gpu_gb": peak_gb()}
+    return {"eval_samples": n, "eval_samples_per_s": n / seconds, "peak_gpu_gb": peak_gb(),
+            "peak_reserved_gb": peak_reserved_gb()}
 
 
 def main() -> int:
@@ -168,7 +181,11 @@ def main() -> int:
     parser.add_argument("--models", nargs="+")
     parser.add_argument("--methods", nargs="+", choices=METHODS)
     parser.add_argument("--eval-samples", type=int, default=256)
+    parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: one (model, method) in its own process
     args = parser.parse_args()
+    if args.job:
+        run_job(json.loads(args.job))
+        return 0
     sizes = TINY if args.tiny else REAL_SIZES
     models = args.models or list(sizes)
     device = re.sub(r"[^a-z0-9]+", "-", torch.cuda.get_device_name().lower()) if torch.cuda.is_available() else "cpu"
@@ -178,7 +195,10 @@ def main() -> int:
         "micro_batch_size": 2}
     grounding = {"max_completion_length": 128, "epochs": 5, "num_generations": 8} if not args.tiny else {
         "max_completion_length": 16, "epochs": 1, "num_generations": 4, "micro_batch_size": 2}
-    rows = []
+    csv = OUT / f"gpu-{device}{'-tiny' if args.tiny else ''}.csv"
+    OUT.mkdir(parents=True, exist_ok=True)
+    csv.unlink(missing_ok=True)  # this run's rows, each appended as its process finishes
+    failed = 0
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         n_eval = 16 if args.tiny else args.eval_samples
@@ -187,20 +207,52 @@ def main() -> int:
         for name in models:
             family = sizes[name][0]
             model_dir = build_model(name, corpus, tmp / name, real=not args.tiny)
-            for method in args.methods or DEFAULT_METHODS[family]:
-                print(f"== {name} {method}", flush=True)
-                if method == "vr-ttrl":
-                    result = run_per_sample(model_dir, scenes, grounding, tmp)
-                else:
-                    result = run_adaptation(model_dir, digits, method, mcq, tmp)
-                rows.append({"device": device, "model": name, "method": method, **result})
-            rows.append({"device": device, "model": name, "method": "greedy-eval",
-                         **run_evaluation(model_dir, digits, n_eval, 8 if args.tiny else 32)})
-    table = pd.DataFrame(rows)
-    OUT.mkdir(parents=True, exist_ok=True)
-    table.to_csv(OUT / f"gpu-{device}{'-tiny' if args.tiny else ''}.csv", index=False)
+            jobs = [{"method": m, "hp": grounding if m == "vr-ttrl" else mcq}
+                    for m in args.methods or DEFAULT_METHODS[family]]
+            jobs.append({"method": "greedy-eval", "n": n_eval, "batch": 8 if args.tiny else 32})
+            for job in jobs:
+                print(f"== {name} {job['method']}", flush=True)
+                job.update(device=device, model=name, model_dir=str(model_dir), digits=str(digits),
+                           scenes=str(scenes), tmp=str(tmp), csv=str(csv))
+                failed += not run_job_process(job)
+    table = pd.read_csv(csv)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    return 0
+    return 1 if failed else 0
+
+
+def run_job_process(job: dict) -> bool:
+    """One (model, method) in a process of its own: its peaks owe nothing to the previous job's
+    leftovers, and an out-of-memory failure loses that row alone (written with the error)."""
+    done = subprocess.run([sys.executable, __file__, "--job", json.dumps(job)], capture_output=True, text=True)
+    if done.returncode:
+        error = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        print(done.stderr[-3000:], file=sys.stderr)
+        append_row(job["csv"], {"device": job["device"], "model": job["model"], "method": job["method"],
+                                "error": error[:300]})
+    return not done.returncode
+
+
+def append_row(csv: str, row: dict) -> None:
+    """The table so far plus `row` (rows differ in columns: adaptation, per-sample, evaluation)."""
+    path = Path(csv)
+    table = pd.concat([pd.read_csv(path), pd.DataFrame([row])]) if path.exists() else pd.DataFrame([row])
+    table.to_csv(path, index=False)
+
+
+def run_job(job: dict) -> None:
+    """The child process: one job's measurements, with the backend and precision it ran in."""
+    from ttrl_bench.generation.precision import bf16_autocast
+
+    tmp = Path(job["tmp"]) / job["method"]
+    if job["method"] == "greedy-eval":
+        result = run_evaluation(Path(job["model_dir"]), Path(job["digits"]), job["n"], job["batch"])
+    elif job["method"] == "vr-ttrl":
+        result = run_per_sample(Path(job["model_dir"]), Path(job["scenes"]), job["hp"], tmp)
+    else:
+        result = run_adaptation(Path(job["model_dir"]), Path(job["digits"]), job["method"], job["hp"], tmp)
+    append_row(job["csv"], {"device": job["device"], "model": job["model"], "method": job["method"], **result,
+                            "rollout_backend": job.get("hp", {}).get("rollout_backend", "auto"),
+                            "bf16_autocast": bf16_autocast(), "torch": torch.__version__})
 
 
 if __name__ == "__main__":

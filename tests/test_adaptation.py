@@ -215,20 +215,23 @@ def test_fewer_samples_than_a_step_fill_one_step():
 
 def test_the_reward_votes_on_every_rollout_and_rewards_the_trained_ones():
     """Vote on 8, train on the first 4 (TTRV logs: 32 / 16). Over the 8 votes B wins 5 to 3, so the
-    trained A's get 0; voting on the 4 trained alone would have made A the label."""
+    trained A's get 0; voting on the 4 trained alone would have made A the label. Each trained row
+    brings the one extra vote sampled from its prompt next to it (trainer._generate)."""
     reward = GroupReward("majority_vote", {}, num_generations=4)
     trained = ["A", "A", "A", "B"]
-    votes = trained + ["B", "B", "B", "B"]
     rewards = reward(prompts=None, completions=_completions(trained), id=["x"] * 4,
-                     options=[["a", "b", "c", "d"]] * 4, answer=["B"] * 4, vote_texts=[votes] * 4,
-                     vote_ids=[[[1]] * 8] * 4)
+                     options=[["a", "b", "c", "d"]] * 4, answer=["B"] * 4, extra_votes=[["B"]] * 4,
+                     extra_vote_ids=[[[1]]] * 4, completion_ids=[[1]] * 4)
     assert rewards == [0.0, 0.0, 0.0, 1.0]
     assert reward.records[0]["votes"] == 8
     assert reward.records[0]["majority_fraction"] == pytest.approx(5 / 8)
     assert reward.records[0]["rollout_accuracy"] == pytest.approx(5 / 8)
-    with pytest.raises(SplitGroupError, match="first 4 votes"):
-        reward(prompts=None, completions=_completions(["B", "A", "A", "A"]), id=["x"] * 4,
-               options=[["a", "b", "c", "d"]] * 4, answer=["B"] * 4, vote_texts=[votes] * 4, vote_ids=[[[1]] * 8] * 4)
+    # group y: 4 trained B's and 4 extra C's tie; a tie goes to the answer seen first (TTRL's
+    # Counter.most_common): the trained ones come first, so B is the label
+    rewards = reward(prompts=None, completions=_completions(trained + ["B"] * 4), id=["x"] * 4 + ["y"] * 4,
+                     options=[["a", "b", "c", "d"]] * 8, answer=["B"] * 8,
+                     extra_votes=[["B"]] * 4 + [["C"]] * 4, extra_vote_ids=[[[1]]] * 8, completion_ids=[[1]] * 8)
+    assert rewards == [0.0, 0.0, 0.0, 1.0] + [1.0] * 4
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -260,8 +263,22 @@ def test_a_bf16_checkpoint_adapted_at_the_papers_lr_changes_its_weights(demo_dat
     # random reward: nonzero advantages whatever the tiny model answers (seeded)
     spec = resolve_method("random-reward", {**TWO_STEPS, "learning_rate": 5e-7, "num_generations": 8, "n_votes": 8,
                                             "micro_batch_size": 8})
-    log = adapt(model, processor, samples, demo_data, spec, tmp_path, seed=0, save_dtype=torch.bfloat16)
+    adapted = tmp_path / "adapted"
+    log = adapt(model, processor, samples, demo_data, spec, tmp_path, seed=0, save_dtype=torch.bfloat16,
+                save_to=adapted)
     assert log.attrs["optimizer_steps"] == 2 and (log["reward_std"] > 0).all()
+    # issue 23 finding 1: the saved config says what the tensors hold (save_pretrained writes the fp32
+    # master model's dtype), so evaluation's dtype="auto" loads the adapted checkpoint in bf16 as it
+    # loads the zero-shot one: both rows of a delta run in the same precision
+    import json
+
+    from safetensors import safe_open
+
+    assert json.loads((adapted / "config.json").read_text())["dtype"] == "bfloat16"
+    with safe_open(str(adapted / "model.safetensors"), "pt") as f:
+        assert {f.get_tensor(k).dtype for k in f.keys()} == {torch.bfloat16}
+    assert load_model(str(adapted))[0].dtype == load_model(str(stored))[0].dtype == torch.bfloat16
+    assert checkpoint_dtype(str(adapted)) == torch.bfloat16
     assert log.attrs["weights_changed"] >= 0.90
     # what a bf16 checkpoint keeps of a 2-step update at 5e-7: rounding flips only weights that sit
     # within ~1e-6 of a bf16 rounding boundary, a small share
@@ -312,3 +329,17 @@ def test_a_missing_local_model_is_named_before_any_download(tmp_path):
         resolve_model_source("results/models/not-built")
     assert resolve_model_source("OpenGVLab/InternVL3-2B-hf") == "OpenGVLab/InternVL3-2B-hf"
     assert resolve_model_source(str(tmp_path)) == str(tmp_path)
+
+
+def test_the_kl_reference_loads_on_the_process_own_gpu(tmp_path):
+    """Issue 23 finding 6: under FSDP TRL would load the reference with device_map="auto" (spread over
+    every GPU of the node by every process); it gets bf16 on this process's GPU. On the CPU: TRL's own
+    default (device_map None, the policy's dtype)."""
+    import torch
+
+    from ttrl_bench.adaptation.grpo import grpo_config, reference_init_kwargs
+
+    assert reference_init_kwargs(True, torch.device("cuda", 3)) == {"dtype": torch.bfloat16, "device_map": "cuda:3"}
+    assert reference_init_kwargs(False, torch.device("cpu")) is None
+    assert grpo_config(tmp_path, {**resolve_method("ttrv")["hyperparameters"], "rollout_backend": "hf"}, 0
+                       ).model_init_kwargs is None

@@ -88,8 +88,10 @@ spec = resolve_method("vr-ttrl", {"num_generations": 4, "max_completion_length":
 outputs, log, _ = adapt_each_sample(model, processor, load_manifest(data, "test").head(2), data, spec, out, seed=0,
                                     max_new_tokens=12)
 restored = all(torch.equal(full_tensor(p.detach()), base[n]) for n, p in model.named_parameters())
+from ttrl_bench.adaptation.weights import WeightSnapshot
+held = len(WeightSnapshot(model).values)  # issue 23 finding 5: the main process alone keeps the copy
 open(f"result-{process_state().process_index}.json", "w").write(json.dumps({  # a file each, not a shared pipe
-    "restored": restored, "outputs": len(outputs), "changed": list(log["weights_changed"]), "rounds": len(log)}))
+    "held": held, "restored": restored, "outputs": len(outputs), "changed": list(log["weights_changed"]), "rounds": len(log)}))
 """
 
 
@@ -107,4 +109,5 @@ def test_per_sample_rounds_under_fsdp_restore_the_base_weights_exactly(scene_dat
     for rank in (0, 1):
         values = json.loads((tmp_path / f"result-{rank}.json").read_text())
         assert values["restored"] and values["outputs"] == 2 and values["rounds"] == 2
+        assert (values["held"] > 0) == (rank == 0)
         assert all(c > 0.9 for c in values["changed"])

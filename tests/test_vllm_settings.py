@@ -15,6 +15,7 @@ from ttrl_bench.generation.vllm_settings import (
     check_engine_prompt,
     collapse_placeholder_runs,
     forbid_tokens_sampling_kwargs,
+    grpo_vllm_environment,
     grpo_vllm_kwargs,
     llm_kwargs,
 )
@@ -75,3 +76,12 @@ def test_double_expansion_is_refused_naming_the_upstream_issue():
     with pytest.raises(PlaceholderExpansionError, match=r"4 tokens with 2 image placeholders sent, 5 with 3 run"
                                                         r"(.|\n)*huggingface/trl issue 6294"):
         check_engine_prompt([1, 9, 9, 2], [1, 9, 9, 9, 2], [9])
+
+
+def test_the_colocated_engine_sampler_is_a_config_key():
+    """gpu-probe.md: without flashinfer the colocated engine needed VLLM_USE_FLASHINFER_SAMPLER=0."""
+    assert grpo_vllm_environment(None) == {}
+    assert grpo_vllm_environment({"flashinfer_sampler": False}) == {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
+    assert grpo_vllm_environment({"flashinfer_sampler": True}) == {"VLLM_USE_FLASHINFER_SAMPLER": "1"}
+    with pytest.raises(ValueError, match="adaptation.vllm: unknown setting"):
+        grpo_vllm_environment({"flashinfer": False})

@@ -9,14 +9,16 @@ ones trained on (`num_generations`)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
+import os
 import time
 from pathlib import Path
 
 import pandas as pd
 import torch
-from accelerate.utils import gather_object
+from accelerate.utils import gather_object, set_seed
 from datasets import Dataset
 from torch.optim.lr_scheduler import LambdaLR
 from transformers import TrainerCallback, get_scheduler
@@ -25,9 +27,11 @@ from trl.models.utils import disable_gradient_checkpointing
 
 from ..evaluation.tasks import TASKS
 from ..generation.backend import choose_backend
+from ..generation.precision import bf16_autocast, generation_precision
 from ..generation.vllm_settings import (
     collapse_prompts_before_generate,
     forbid_tokens_sampling_kwargs,
+    grpo_vllm_environment,
     grpo_vllm_kwargs,
     probe_colocated_expansion,
 )
@@ -42,6 +46,7 @@ from ..models.families import (
 from ..rewards.registry import get_reward
 from ..rewards.voting import answer_entropy, majority_answer
 from ..runs.processes import process_state
+from .layout import batch_layout, check_votes, fit_to_samples
 from .echo import LogitStatistics, adaptive_clip, check_update, hybrid_advantages
 from .uncertainty import completion_entropies, normalise_uncertainty
 from .weights import WeightSnapshot
@@ -81,8 +86,9 @@ class GroupReward:
     row. It cuts the batch into groups, refuses a group whose ids differ (a split group), parses
     each completion with the dataset's task, adds the task's format rewards (VR-TTRL), and records
     per-step statistics for the training log. Where the trainer voted on more rollouts than it trains
-    on, each row carries its group's `vote_texts` / `vote_ids` (the trained ones first): the reward
-    sees every vote and returns the trained completions' rewards. The hidden labels are read for the
+    on, each trained row carries the extra votes sampled from its prompt next to it (`extra_votes` /
+    `extra_vote_ids`): a group's votes are its trained completions, then their extras, gathered from
+    every process; the reward sees every vote and returns the trained completions' rewards. The hidden labels are read for the
     log (TTRV Figure 1 curves), and for the reward only by the supervised baseline (`needs_gold`:
     GRPO with ground-truth labels, ECHO Table 12).
     """
@@ -109,8 +115,8 @@ class GroupReward:
                                          system=row.get("system"), micro_batch=self.micro_batch)
         return normalise_uncertainty(entropies, model.config.get_text_config().vocab_size, self.uncertainty_norm)
 
-    def __call__(self, prompts, completions, completion_ids=None, trainer_state=None, vote_texts=None,
-                 vote_ids=None, **columns) -> list[float]:
+    def __call__(self, prompts, completions, completion_ids=None, trainer_state=None, extra_votes=None,
+                 extra_vote_ids=None, **columns) -> list[float]:
         """Rewards of this process's completions. Under several processes a group may be split across
         them (per-sample VR-TTRL: one prompt's 8 rollouts on 2 GPUs), so every process scores the
         whole generation batch, gathered in process order as TRL lays it out, and keeps its slice
@@ -120,11 +126,11 @@ class GroupReward:
         keys = [k for k in columns if k not in skip]
         local = len(completions)
         texts, ids, votes, vote_id_lists, columns = gathered(
-            [completion_text(c) for c in completions], completion_ids, vote_texts, vote_ids, {k: columns[k] for k in keys})
+            [completion_text(c) for c in completions], completion_ids, extra_votes, extra_vote_ids, {k: columns[k] for k in keys})
         start = process_state().process_index * local
         return self._score(texts, ids, votes, vote_id_lists, columns, trainer_state)[start : start + local]
 
-    def _score(self, texts, completion_ids, vote_texts, vote_ids, columns, trainer_state) -> list[float]:
+    def _score(self, texts, completion_ids, extra_votes, extra_vote_ids, columns, trainer_state) -> list[float]:
         n = self.num_generations
         if len(texts) % n:
             raise SplitGroupError(f"batch of {len(texts)} completions is not a multiple of N={n}")
@@ -135,10 +141,11 @@ class GroupReward:
             if len(group_ids) != 1:
                 raise SplitGroupError(f"completions {start}..{start + n - 1} mix prompts {sorted(group_ids)}")
             row = rows[start]
-            votes = vote_texts[start] if vote_texts else texts[start : start + n]
-            ids = vote_ids[start] if vote_ids else (completion_ids or [[]] * len(texts))[start : start + n]
-            if votes[:n] != texts[start : start + n]:
-                raise SplitGroupError(f"completions {start}..{start + n - 1} are not the first {n} votes of their group")
+            group = range(start, start + n)
+            votes = texts[start : start + n] + [t for i in group for t in extra_votes[i]] if extra_votes else (
+                texts[start : start + n])
+            ids = (completion_ids or [[]] * len(texts))[start : start + n]
+            ids = ids + [t for i in group for t in extra_vote_ids[i]] if extra_vote_ids else ids
             parsed = [self.task.parse(t, row) for t in votes]
             extra = {"uncertainties": self._uncertainties(row, ids)} if self.needs_uncertainty else {}
             if self.needs_texts:
@@ -247,7 +254,10 @@ class TestTimeGRPOTrainer(GRPOTrainer):
     """TRL's GRPOTrainer with the rollout split of TTRL's and TTRV's code: `n_votes` rollouts per
     prompt vote on the pseudo-label, the first `num_generations` of them are trained on (TTRV
     authors' logs: 32 / 16; TTRL and ECHO Appendix A.3: 64 / 32). The extra rollouts come from the
-    same `_generate` call (either backend), and reach the reward as `vote_texts` / `vote_ids`.
+    same `_generate` call (either backend): each trained rollout's prompt is sampled n_votes /
+    num_generations times on the process that holds it, so a group split across processes (ECHO's
+    5-prompt generation batch on 4 GPUs, TTRV Table 6's one sample on 2) votes whole; the extras
+    reach the reward as `extra_votes` / `extra_vote_ids` of their row (GroupReward gathers them).
     Rollouts never contain placeholder tokens: forbidden at sampling, and refused if one slips by."""
 
     def __init__(self, *args, n_votes: int, forbidden_token_ids: list[int], update: dict | None = None,
@@ -336,37 +346,38 @@ class TestTimeGRPOTrainer(GRPOTrainer):
             self.epsilon_low, self.epsilon_high = fixed
 
     def _generate(self, prompts: list):
+        # one autocast region around the round: autocast caches its bf16 copies of the fp32 master weights
+        # until the outermost region exits, so transformers' generate casts them once per round instead of
+        # at every decoded token (accelerate's per-forward autocast; issue 23 finding 7, tests/test_per_sample.py)
+        with generation_precision(self.model):
+            return self._generate_votes(prompts)
+
+    def _generate_votes(self, prompts: list):
         trained = self.num_generations
         if not self.model.training or self.n_votes == trained:
             out = super()._generate(prompts)
             refuse_placeholders(out[1], self.forbidden_token_ids)
             return out
-        if len(prompts) % trained:
-            raise ValueError(
-                f"n_votes {self.n_votes} > num_generations {trained} needs each process to hold whole groups, but "
-                f"this one holds {len(prompts)} rollouts: raise adaptation.hyperparameters.<task>.prompts_per_step to "
-                "at least the number of GPUs, or set n_votes = num_generations"
-            )
-        starts = range(0, len(prompts), trained)
-        expanded = [prompts[s] for s in starts for _ in range(self.n_votes)]
-        self.num_generations = self.n_votes  # TRL's backends group identical prompts by this count
+        copies = self.n_votes // trained  # check_votes: a whole multiple
+        expanded = [prompt for prompt in prompts for _ in range(copies)]
+        self.num_generations = copies  # TRL's vLLM server mode samples each run of identical prompts at once
         try:
             prompt_ids, completion_ids, tool_mask, completions, logprobs, extra, images, tool_images = (
                 super()._generate(expanded))
         finally:
             self.num_generations = trained
         refuse_placeholders(completion_ids, self.forbidden_token_ids)
-        keep = [k * self.n_votes + j for k in range(len(starts)) for j in range(trained)]
+        keep = range(0, len(expanded), copies)  # the first sample of each row is trained, the others only vote
 
         def pick(values):
             return None if values is None else [values[i] for i in keep]
 
-        def per_group(values):
-            return [values[k * self.n_votes : (k + 1) * self.n_votes] for k in range(len(starts)) for _ in range(trained)]
+        def extras(values):
+            return [values[i + 1 : i + copies] for i in keep]
 
         extra = {key: pick(v) if isinstance(v, list) and len(v) == len(expanded) else v for key, v in extra.items()}
-        extra["vote_texts"] = per_group([completion_text(c) for c in completions])
-        extra["vote_ids"] = per_group([list(ids) for ids in completion_ids])
+        extra["extra_votes"] = extras([completion_text(c) for c in completions])
+        extra["extra_vote_ids"] = extras([list(ids) for ids in completion_ids])
         return (pick(prompt_ids), pick(completion_ids), pick(tool_mask), pick(completions), pick(logprobs), extra,
                 pick(images), pick(tool_images) if tool_images else tool_images)
 
@@ -404,32 +415,6 @@ def per_round_schedule(optimizer, args, num_iterations: int, num_training_steps:
     return LambdaLR(optimizer, lambda step: by_round(step // per_round))
 
 
-def batch_layout(hp: dict, num_processes: int = 1) -> dict:
-    """GRPOConfig's batch fields from the preset. One optimizer step covers prompts_per_step x
-    num_generations completions (TTRV authors' logs: 4 x 16); forward/backward runs on
-    `micro_batch_size` of them at a time with gradient accumulation; rollouts are generated
-    `generation_batch_size` at a time (default: one prompt's group per process, since HF generate
-    holds the whole generation batch at once, gpu-probe.md; with fewer prompts per step than
-    processes, one group split across them)."""
-    n = hp["num_generations"]
-    per_step = n * hp.get("prompts_per_step", 1)
-    # a step's completions shared by many GPUs leave each fewer than a micro-batch (VR-TTRL on 4 GPUs:
-    # 8 rollouts, 2 per GPU): the micro-batch shrinks to them, a memory knob only
-    micro = min(hp.get("micro_batch_size") or n, max(1, per_step // num_processes))
-    generation = hp.get("generation_batch_size") or n * min(num_processes, hp.get("prompts_per_step", 1))
-    key = "adaptation.hyperparameters.<task>"
-    if per_step % (micro * num_processes):
-        raise ValueError(f"{key}: prompts_per_step x num_generations = {per_step} completions per step is not a "
-                         f"multiple of micro_batch_size {micro} x {num_processes} process(es)")
-    if generation % n or generation % (micro * num_processes) or per_step % generation and generation % per_step:
-        raise ValueError(f"{key}.generation_batch_size = {generation} must be a multiple of num_generations {n} and of "
-                         f"micro_batch_size {micro} x {num_processes} process(es), and divide or be divided by the "
-                         f"{per_step} completions of one step")
-    return {"per_device_train_batch_size": micro,
-            "gradient_accumulation_steps": per_step // (micro * num_processes),
-            "generation_batch_size": generation}
-
-
 def forbidden_token_kwargs(backend: str, token_ids: list[int], tokenizer_size: int) -> dict:
     """Sampling arguments that keep forbidden tokens out of rollouts. transformers' generate:
     `suppress_tokens` (TRL itself suppresses only the image token, not the video one); vLLM: only
@@ -462,11 +447,19 @@ def grpo_config(out_dir: Path, hp: dict, seed: int, generation_kwargs: dict | No
         generation_kwargs=generation_kwargs or None,
         use_vllm=backend == "vllm",
         **engine,
-        # the frozen KL reference is only run forward: bf16 on GPUs halves its memory
-        model_init_kwargs={"dtype": torch.bfloat16} if on_gpu else None,
+        model_init_kwargs=reference_init_kwargs(on_gpu, process_state().device),
         **optimizer_arguments(hp, seed),
         disable_tqdm=False,
     )
+
+
+def reference_init_kwargs(on_gpu: bool, device) -> dict | None:
+    """How TRL loads the frozen KL reference (GRPOConfig.model_init_kwargs): only run forward, so bf16
+    on GPUs (half its memory), and whole on this process's own GPU. TRL's default `device_map="auto"`
+    (trl trainer/utils.py:1350-1351; grpo_trainer.py:997 clears it for MULTI_GPU and DeepSpeed, not
+    FSDP) would spread every process's copy over all the node's GPUs before FSDP shards it (issue 23
+    finding 6)."""
+    return {"dtype": torch.bfloat16, "device_map": str(device)} if on_gpu else None
 
 
 def optimizer_arguments(hp: dict, seed: int) -> dict:
@@ -486,7 +479,11 @@ def optimizer_arguments(hp: dict, seed: int) -> dict:
         report_to="none",
         remove_unused_columns=False,
         use_cpu=not on_gpu,
-        bf16=on_gpu,
+        bf16=bf16_autocast(),  # generation/precision.py: the CPU rehearsal may ask for it too
+        # reduce (under FSDP: reduce-scatter) gradients after every micro-batch: the Trainer otherwise runs all
+        # but the last in `no_sync` (trainer.py ~1895), where FSDP2 keeps whole unsharded gradients (~15 GB per
+        # GPU for 8B; issue 23 finding 4). Without several processes there is nothing to sync: a no-op.
+        accelerator_config={"gradient_accumulation_kwargs": {"sync_each_batch": True}},
         seed=seed,
         data_seed=hp.get("data_seed"),
     )
@@ -514,33 +511,121 @@ def out_of_memory_message(model, hp: dict, err: Exception) -> str:
     )
 
 
-def fit_to_samples(hp: dict, n_samples: int) -> dict:
-    """With fewer adaptation samples than prompts per step (TTRV Table 6: one sample), a step holds
-    them all: the preset's batch cannot be filled from the data. Likewise a generation batch of more
-    prompts than there are (ECHO Table 5 generates 5 at once) shrinks to the whole steps they fill."""
-    if n_samples < hp.get("prompts_per_step", 1):
-        log.warning("%d adaptation samples < prompts_per_step %d: %d prompt(s) per step", n_samples,
-                    hp["prompts_per_step"], n_samples)
-        hp = {**hp, "prompts_per_step": n_samples}
-    per_step = hp["num_generations"] * hp.get("prompts_per_step", 1)
-    if (hp.get("generation_batch_size") or 0) > n_samples * hp["num_generations"]:
-        steps = max(1, n_samples // hp.get("prompts_per_step", 1))
-        log.warning("%d adaptation samples fill no generation batch of %d completions: %d", n_samples,
-                    hp["generation_batch_size"], per_step * steps)
-        hp = {**hp, "generation_batch_size": per_step * steps}
-    return hp
-
-
 def save_adapted(trainer, processor, out: Path, dtype: torch.dtype) -> None:
     """The adapted weights in the checkpoint's own dtype (what evaluation loads), gathered whole from
     however many processes hold shards of them."""
     state = trainer.accelerator.get_state_dict(trainer.model)  # every process takes part
     if trainer.accelerator.is_main_process:
         model = trainer.accelerator.unwrap_model(trainer.model)
-        model.config.dtype = dtype
         model.save_pretrained(out, state_dict={k: v.to(dtype) for k, v in state.items()})
+        save_config_dtype(model.config, out, dtype)
         processor.save_pretrained(out)
     trainer.accelerator.wait_for_everyone()
+
+
+def save_config_dtype(config, out: Path, dtype: torch.dtype) -> None:
+    """config.json saying `dtype`, the tensors' dtype: `save_pretrained` writes the in-memory model's
+    dtype (transformers 5.23 modeling_utils.py:3433), fp32 for master weights, and `dtype="auto"`
+    (evaluation, vLLM) would load a bf16 checkpoint in fp32 (issue 23 finding 1). A copy: the live
+    model keeps saying what it holds."""
+    config = copy.deepcopy(config)
+    config.dtype = dtype
+    for key in config.sub_configs:  # what from_pretrained sets on load (modeling_utils.py _get_dtype)
+        if getattr(config, key, None) is not None:
+            getattr(config, key).dtype = dtype
+    config.save_pretrained(out)
+
+
+class TestTimeAdaptation:
+    """One TestTimeGRPOTrainer for every adaptation a job runs: its colocated vLLM engine and KL
+    reference model are built once. Per-sample VR-TTRL adapts 200 samples per split, and an engine
+    built per sample costs 30-120 s and keeps its GPU memory when deleted (vllm-project/vllm 21073;
+    issue 23 finding 3). `run` adapts on a manifest; each run after the first starts as the first
+    did: the caller restores the weights (per_sample.py), `run` empties AdamW's state, lets the
+    Trainer build a fresh lr schedule (it does on every `train()`), and reseeds."""
+
+    def __init__(self, model, processor, manifest: pd.DataFrame, image_root: Path, method: dict, out_dir: Path,
+                 seed: int, task=None):
+        hp = fit_to_samples(method["hyperparameters"], len(manifest))
+        if hp["temperature"] == "family":  # the TTRV authors' rollout temperature of the model's family
+            hp = {**hp, "temperature": ttrv_logged_temperature(model.config)}
+        n_votes = check_votes(hp)
+        if hp.get("freeze_vision"):
+            freeze_vision_tower(model)
+        micro = hp.get("micro_batch_size") or hp["num_generations"]
+        self.model, self.processor, self.hp, self.runs = model, processor, hp, 0
+        self.new_reward = lambda: GroupReward(method["reward"], method.get("reward_params", {}), hp["num_generations"],
+                                              task, micro)
+        self.reward = self.new_reward()
+        forbidden = unsampleable_token_ids(model.config, processor.tokenizer)
+        backend = rollout_backend(hp.get("rollout_backend", "auto"))
+        if backend == "vllm":
+            os.environ.update(grpo_vllm_environment(method.get("vllm")))
+        self.progress = ProgressLog()
+        self.trainer = TestTimeGRPOTrainer(
+            update=method.get("update"),
+            model=model,
+            reward_funcs=[self.reward],
+            args=grpo_config(out_dir, hp, seed, forbidden_token_kwargs(backend, forbidden, len(processor.tokenizer)),
+                             method.get("vllm")),
+            train_dataset=adaptation_dataset(manifest, image_root),
+            processing_class=processor,
+            callbacks=[self.progress],
+            n_votes=n_votes,
+            forbidden_token_ids=forbidden,
+            lr_schedule_per=hp.get("lr_schedule_per", "step"),
+        )
+        self.reward.policy = (model, processor)
+        if backend == "vllm":  # TRL 1.16 + vLLM expand image placeholders twice (huggingface/trl 6294, 6401)
+            llm = self.trainer.vllm_generation.llm
+            collapse_prompts_before_generate(llm, model.config.image_token_id, image_span_token_ids(processor))
+            probe_colocated_expansion(llm, processor, self.trainer.train_dataset[0]["image"],
+                                      placeholder_token_ids(model.config))
+
+    def _start_over(self, manifest: pd.DataFrame, image_root: Path) -> None:
+        """The trainer as a new one would be, on `manifest`: the Trainer rebuilds its state, step
+        count and lr schedule in every `train()` (transformers trainer.py _prepare_for_training) but
+        keeps its (accelerate-prepared) optimizer, whose state is emptied; TRL's generation counters
+        restart, the engine reloads the (restored) weights at the first generation, and the reward
+        is a new one."""
+        trainer = self.trainer
+        trainer.train_dataset = adaptation_dataset(manifest, image_root)
+        if trainer.optimizer is not None:
+            trainer.optimizer.state.clear()
+        trainer._step, trainer._buffered_inputs = 0, None
+        if trainer.use_vllm:
+            trainer._last_loaded_step = -1
+        self.reward = trainer.reward_funcs[0] = self.new_reward()  # its log, and a seeded reward's stream
+        self.reward.policy = (self.model, self.processor)
+        self.progress.losses, self.progress.learning_rates = [], []
+
+    def run(self, manifest: pd.DataFrame | None = None, image_root: Path | None = None,
+            before: WeightSnapshot | None = None, save_dtype: torch.dtype | None = None) -> pd.DataFrame:
+        """GRPO on `manifest` (the constructor's on the first run); the log as `adapt` returns it."""
+        if self.runs:
+            self._start_over(manifest, image_root)
+        self.runs += 1
+        model, trainer = self.model, self.trainer
+        before = before or WeightSnapshot(model)
+        # as TRL's constructor does: one seed per process (grpo_trainer.py:1103), so a group split across
+        # processes samples different rollouts; every run samples as the first
+        set_seed(trainer.args.seed, device_specific=True)
+        try:
+            trainer.train()
+        except torch.OutOfMemoryError as err:
+            raise MemoryError(out_of_memory_message(model, self.hp, err)) from err
+        model.eval()  # the trainer leaves train mode on; predictions right after adapting need eval mode
+        records = pd.DataFrame(self.reward.records)  # one row per generation round
+        records.attrs["optimizer_steps"] = trainer.state.global_step
+        records.attrs["losses"] = self.progress.losses
+        records.attrs["learning_rates"] = self.progress.learning_rates
+        records.attrs["temperature"] = self.hp["temperature"]  # resolved: "family" names none
+        records.attrs["verifications"] = self.reward.verifications
+        records.attrs["weights_changed"] = before.changed_fraction(model)
+        records.attrs["weights_changed_saved"] = before.changed_fraction(model, save_dtype) if save_dtype else None
+        log.info("%d optimizer steps changed %.2f%% of the trainable weights", trainer.state.global_step,
+                 100 * records.attrs["weights_changed"])
+        return records
 
 
 def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: dict, out_dir: Path, seed: int,
@@ -551,54 +636,8 @@ def adapt(model, processor, manifest: pd.DataFrame, image_root: Path, method: di
     (`weights_changed`, and `weights_changed_saved` after casting to `save_dtype`), measured against
     `before` (default: a snapshot taken here). With `save_to`, the adapted model is saved there in
     `save_dtype`."""
-    hp = fit_to_samples(method["hyperparameters"], len(manifest))
-    if hp["temperature"] == "family":  # the TTRV authors' rollout temperature of the model's family
-        hp = {**hp, "temperature": ttrv_logged_temperature(model.config)}
-    n_votes = hp.get("n_votes") or hp["num_generations"]
-    if n_votes < hp["num_generations"]:
-        raise ValueError(f"adaptation.hyperparameters.<task>.n_votes = {n_votes} is smaller than num_generations = "
-                         f"{hp['num_generations']}: the trained rollouts are the first of the votes")
-    if hp.get("freeze_vision"):
-        freeze_vision_tower(model)
-    micro = hp.get("micro_batch_size") or hp["num_generations"]
-    reward = GroupReward(method["reward"], method.get("reward_params", {}), hp["num_generations"], task, micro)
-    forbidden = unsampleable_token_ids(model.config, processor.tokenizer)
-    backend = rollout_backend(hp.get("rollout_backend", "auto"))
-    progress = ProgressLog()
-    trainer = TestTimeGRPOTrainer(
-        update=method.get("update"),
-        model=model,
-        reward_funcs=[reward],
-        args=grpo_config(out_dir, hp, seed, forbidden_token_kwargs(backend, forbidden, len(processor.tokenizer)),
-                         method.get("vllm")),
-        train_dataset=adaptation_dataset(manifest, image_root),
-        processing_class=processor,
-        callbacks=[progress],
-        n_votes=n_votes,
-        forbidden_token_ids=forbidden,
-        lr_schedule_per=hp.get("lr_schedule_per", "step"),
-    )
-    reward.policy = (model, processor)
-    if backend == "vllm":  # TRL 1.16 + vLLM expand image placeholders twice (huggingface/trl 6294, 6401)
-        llm = trainer.vllm_generation.llm
-        collapse_prompts_before_generate(llm, model.config.image_token_id, image_span_token_ids(processor))
-        probe_colocated_expansion(llm, processor, trainer.train_dataset[0]["image"], placeholder_token_ids(model.config))
-    before = before or WeightSnapshot(model)
-    try:
-        trainer.train()
-    except torch.OutOfMemoryError as err:
-        raise MemoryError(out_of_memory_message(model, hp, err)) from err
-    model.eval()  # the trainer leaves train mode on; predictions right after adapting need eval mode
-    records = pd.DataFrame(reward.records)  # one row per generation round
-    records.attrs["optimizer_steps"] = trainer.state.global_step
-    records.attrs["losses"] = progress.losses
-    records.attrs["learning_rates"] = progress.learning_rates
-    records.attrs["temperature"] = hp["temperature"]  # resolved: "family" names none
-    records.attrs["verifications"] = reward.verifications
-    records.attrs["weights_changed"] = before.changed_fraction(model)
-    records.attrs["weights_changed_saved"] = before.changed_fraction(model, save_dtype) if save_dtype else None
-    log.info("%d optimizer steps changed %.2f%% of the trainable weights", trainer.state.global_step,
-             100 * records.attrs["weights_changed"])
+    adaptation = TestTimeAdaptation(model, processor, manifest, image_root, method, out_dir, seed, task)
+    records = adaptation.run(before=before, save_dtype=save_dtype)
     if save_to is not None:
-        save_adapted(trainer, processor, save_to, save_dtype or model.dtype)
+        save_adapted(adaptation.trainer, processor, save_to, save_dtype or model.dtype)
     return records

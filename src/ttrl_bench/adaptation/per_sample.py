@@ -19,7 +19,7 @@ from tqdm import tqdm
 from ..evaluation.tasks import GroundingTask
 from ..generation.hf import generate_greedy, generate_samples
 from ..rewards import grounding
-from .grpo import adapt
+from .grpo import TestTimeAdaptation
 from .weights import WeightSnapshot
 
 
@@ -40,26 +40,39 @@ def _vote(model, processor, row: dict, image, hp: dict, reward_params: dict, see
     return texts[label] if label is not None else texts[0]
 
 
-def _adapter(method: dict):
-    """VR-TTRL's GRPO, or the Appendix C baseline the preset names by its `objective`."""
-    if "objective" not in method:
-        return adapt
-    from .baselines import adapt_baseline  # imported here: the baselines reuse _predict_greedy and _vote
+def _adapter(model, processor, samples: pd.DataFrame, image_root: Path, method: dict, out_dir: Path, seed: int):
+    """`adapt(one-sample manifest, before)` for every sample of the job. VR-TTRL's GRPO: one
+    TestTimeAdaptation (one trainer, engine and reference model) reused by every sample (issue 23
+    finding 3). An Appendix C baseline (the preset's `objective`): its Trainer per sample (neither
+    an engine nor a reference model to build)."""
+    if "objective" in method:
+        from .baselines import adapt_baseline  # imported here: the baselines reuse _predict_greedy and _vote
 
-    return adapt_baseline
+        return lambda one, before: adapt_baseline(model, processor, one, image_root, method, out_dir, seed,
+                                                  task=GroundingTask(), before=before)
+    adaptation = None
+
+    def run(one: pd.DataFrame, before: WeightSnapshot) -> pd.DataFrame:
+        nonlocal adaptation
+        if adaptation is None:
+            adaptation = TestTimeAdaptation(model, processor, one, image_root, method, out_dir, seed, GroundingTask())
+            return adaptation.run(before=before)
+        return adaptation.run(one, image_root, before=before)
+
+    return run
 
 
 def adapt_each_sample(model, processor, samples: pd.DataFrame, image_root: Path, method: dict, out_dir: Path,
                       seed: int, max_new_tokens: int) -> tuple[list[str], pd.DataFrame, list[float]]:
     """(raw outputs, training log with a `sample` column, seconds per sample)."""
     base_weights = WeightSnapshot(model)
+    adapt_one = _adapter(model, processor, samples, image_root, method, out_dir, seed)
     outputs, logs, seconds = [], [], []
     for index, row in enumerate(tqdm(samples.to_dict("records"), desc="per-sample adaptation", unit="sample")):
         start = time.perf_counter()
         image = Image.open(image_root / row["image"]).convert("RGB")
         if method["hyperparameters"].get("updates", True):
-            train_log = _adapter(method)(model, processor, samples.iloc[[index]], image_root, method, out_dir, seed,
-                              task=GroundingTask(), before=base_weights)
+            train_log = adapt_one(samples.iloc[[index]], base_weights)
             logs.append(train_log.assign(sample=row["id"], sample_updates=train_log.attrs["optimizer_steps"],
                                          weights_changed=train_log.attrs["weights_changed"]))
             outputs.append(_predict_greedy(model, processor, row, image, max_new_tokens))

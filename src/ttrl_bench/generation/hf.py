@@ -1,9 +1,12 @@
-"""Greedy and sampled generation with transformers' `generate` (the CPU and fallback backend)."""
+"""Greedy and sampled generation with transformers' `generate` (the CPU and fallback backend), in the
+adaptation's precision (precision.py)."""
 
 from __future__ import annotations
 
 import torch
 from tqdm import tqdm
+
+from .precision import generation_precision
 
 
 def chat_messages(text: str, system: str | None = None, image=None) -> list[dict]:
@@ -29,7 +32,8 @@ def generate_greedy(model, processor, prompts: list[str], images: list, max_new_
         batch = processor(
             text=texts, images=images[start : start + batch_size], return_tensors="pt", padding=True
         ).to(model.device)
-        generated = model.generate(**batch, do_sample=False, max_new_tokens=max_new_tokens)
+        with generation_precision(model):
+            generated = model.generate(**batch, do_sample=False, max_new_tokens=max_new_tokens)
         new_tokens = generated[:, batch["input_ids"].shape[1] :]
         outputs.extend(processor.batch_decode(new_tokens, skip_special_tokens=True))
     return outputs
@@ -50,9 +54,10 @@ def generate_sampled(model, processor, prompts: list[str], images: list, max_new
             text=texts, images=images[start : start + batch_size], return_tensors="pt", padding=True
         ).to(model.device)
         # top_k=0: no top-k cut (vLLM's default, and the checkpoint's generation config may set one)
-        generated = model.generate(**batch, do_sample=True, temperature=float(sampling["temperature"]),
-                                   top_p=float(sampling.get("top_p", 1.0)), top_k=0, num_return_sequences=n,
-                                   max_new_tokens=max_new_tokens)
+        with generation_precision(model):
+            generated = model.generate(**batch, do_sample=True, temperature=float(sampling["temperature"]),
+                                       top_p=float(sampling.get("top_p", 1.0)), top_k=0, num_return_sequences=n,
+                                       max_new_tokens=max_new_tokens)
         decoded = processor.batch_decode(generated[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
         outputs.extend(decoded[i : i + n] for i in range(0, len(decoded), n))  # grouped by prompt
     return outputs
@@ -63,6 +68,7 @@ def generate_samples(model, processor, prompt: str, image, n: int, temperature: 
                      system: str | None = None) -> list[str]:
     """`n` sampled completions of one prompt (the rollouts of the vote-only baseline)."""
     batch = processor(text=[chat_prompt(processor, prompt, system)], images=[image], return_tensors="pt").to(model.device)
-    generated = model.generate(**batch, do_sample=True, temperature=temperature, max_new_tokens=max_new_tokens,
-                               num_return_sequences=n, top_k=0, top_p=1.0)
+    with generation_precision(model):
+        generated = model.generate(**batch, do_sample=True, temperature=temperature, max_new_tokens=max_new_tokens,
+                                   num_return_sequences=n, top_k=0, top_p=1.0)
     return processor.batch_decode(generated[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)

@@ -42,6 +42,10 @@ ADAPTATION_DEFAULTS = {
     "gpu_memory_utilization": 0.3,
     # Offload weights and KV cache during the optimizer step: less memory, slower wake-up.
     "enable_sleep_mode": False,
+    # vLLM's FlashInfer top-k/top-p sampler: null = vLLM's choice; false where flashinfer is not installed
+    # (VLLM_USE_FLASHINFER_SAMPLER=0: the lent H100's rollouts needed it, gpu-probe.md). TRL builds this
+    # engine without `enforce_eager` (trl/generation/vllm_generation.py:347-364): CUDA graphs stay on.
+    "flashinfer_sampler": None,
 }
 
 
@@ -81,6 +85,15 @@ def grpo_vllm_kwargs(settings: dict | None, max_completion_length: int) -> dict:
         "vllm_enable_sleep_mode": s["enable_sleep_mode"],
         "vllm_tensor_parallel_size": 1,
     }
+
+
+def grpo_vllm_environment(settings: dict | None) -> dict[str, str]:
+    """Environment variables vLLM reads for the colocated engine (config `adaptation.vllm`), set before
+    TRL builds it: the settings GRPOConfig has no field for."""
+    s = _settings(settings, ADAPTATION_DEFAULTS, "adaptation.vllm")
+    if s["flashinfer_sampler"] is None:
+        return {}
+    return {"VLLM_USE_FLASHINFER_SAMPLER": "1" if s["flashinfer_sampler"] else "0"}
 
 
 def forbid_tokens_sampling_kwargs(forbidden_ids: list[int], tokenizer_size: int) -> dict:
