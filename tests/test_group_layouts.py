@@ -97,7 +97,7 @@ def test_every_configured_grpo_job_has_a_batch_layout():
     none is refused. Worked by hand: ECHO (Table 5: 5 prompts x 32 trained, 64 votes, micro-batch 1)
     on 4 GPUs, 160 rollouts = 40 per process, the second prompt's group split 8 + 24 across the first
     two; 32 per step / (1 x 4) = 8 accumulation steps. TTRV Table 6 on InternVL2.5-4B (2 GPUs): one
-    sample, 16 trained rollouts, 8 per process; micro-batch 4, 16 / (4 x 2) = 2 accumulation steps."""
+    sample, 16 trained rollouts, 8 per process; the authors' micro-batch 2, 16 / (2 x 2) = 4 accumulation steps."""
     from ttrl_bench.adaptation.layout import plan_batch_layout
     from ttrl_bench.adaptation.presets import resolve_method
 
@@ -107,7 +107,7 @@ def test_every_configured_grpo_job_has_a_batch_layout():
     assert layouts["echo.yaml", "qwen2.5-vl-7b", "echo", 4, 10_000] == {
         "per_device_train_batch_size": 1, "gradient_accumulation_steps": 8, "generation_batch_size": 160}
     assert layouts["ttrv.yaml", "internvl2.5-4b", "ttrv", 2, 1] == {
-        "per_device_train_batch_size": 4, "gradient_accumulation_steps": 2, "generation_batch_size": 16}
+        "per_device_train_batch_size": 2, "gradient_accumulation_steps": 4, "generation_batch_size": 16}
     hp = resolve_method("ttrv")["hyperparameters"]
     with pytest.raises(ValueError, match="n_votes = 24 must be a multiple of num_generations = 16"):
         plan_batch_layout({**hp, "n_votes": 24}, 1, 20)
