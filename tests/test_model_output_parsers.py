@@ -6,7 +6,6 @@ parser before: the tag regexes retried every unclosed tag), a megabyte, NaN / 1e
 coordinates, strings where numbers belong."""
 
 import json
-import math
 import re
 import time
 

@@ -2,62 +2,30 @@
 the audit hook disabled through gc.get_objects(), then the network, a file outside, the home
 directory; and the limits: fork bomb, 10 GB, 10^9 iterations, 1 GB of output."""
 
-import json
 import os
 import socket
 import time
-from pathlib import Path
 
 import pytest
 
 from ttrl_bench.rewards import sandbox
 from ttrl_bench.rewards.registry import get_reward
-from ttrl_bench.rewards.sandbox import SandboxUnavailable, check_sandbox, run_untrusted
-
-# Replaces the audit hook's code by a no-op, then proves it is off: the hook refuses writes, /tmp allows them.
-DISABLE_HOOK = """
-import gc, json, os
-for thing in gc.get_objects():
-    if callable(thing) and getattr(thing, "__name__", "") == "guard":
-        thing.__code__ = (lambda event, args: None).__code__
-open("/tmp/proof", "w").write("hook off")
-tried = {}
-def attempt(name, action):
-    try:
-        tried[name] = repr(action())
-    except OSError as err:
-        tried[name] = "failed: " + type(err).__name__
-"""
-
+from ttrl_bench.rewards.sandbox import SandboxUnavailable, check_sandbox, probe_escapes, run_untrusted
 
 def test_escapes_with_the_audit_hook_disabled_fail_inside(tmp_path):
+    """ESCAPE_PROBE disables the hook (and proves it: a write the hook refuses succeeds), then tries
+    a port listening on this host, a file of this host holding "gold answers", the home directory."""
     secret = tmp_path / "gold_answers.json"
     secret.write_text('{"q1": "B"}')
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))  # a port the OS picks, listening on the host
-    listener.listen()
-    port = listener.getsockname()[1]
-    try:
-        code = DISABLE_HOOK + f"""
-import socket
-attempt("host port", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=0.5))
-attempt("internet", lambda: socket.create_connection(("192.0.2.1", 80), timeout=0.5))
-attempt("file outside", lambda: open({str(secret)!r}).read())
-attempt("home", lambda: os.listdir({str(Path.home())!r}))
-print(json.dumps(tried))
-"""
-        outcome = run_untrusted(code, timeout_s=5.0)
-    finally:
-        listener.close()
-    assert outcome.ok, outcome
-    tried = json.loads(outcome.stdout)
-    assert tried["host port"].startswith("failed") and tried["internet"].startswith("failed")
-    assert tried["file outside"] == "failed: FileNotFoundError"
-    # the home directory, where there is one inside, holds only the path to the interpreter
-    visible = {Path(p).relative_to(Path.home()).parts[0] for p in sandbox._interpreter_view()
-               if p.startswith(f"{Path.home()}/")}
-    if not tried["home"].startswith("failed"):
-        assert set(eval(tried["home"])) <= visible
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))  # a port the OS picks
+        listener.listen()
+        tried = probe_escapes("127.0.0.1", listener.getsockname()[1], str(secret))
+    assert tried["network"] == (True, "failed: ConnectionRefusedError")  # another network namespace
+    assert tried["file outside"] == (True, "failed: FileNotFoundError")  # not mounted inside
+    blocked, listing = tried["home directory"]
+    # no home inside, or only the path to the interpreter (pyenv's /root/.pyenv here)
+    assert blocked and (listing.startswith("failed") or len(eval(listing)) <= 1), listing
 
 
 @pytest.mark.parametrize("code, reason", [
@@ -78,8 +46,8 @@ def test_arithmetic_returns_its_answer_and_nothing_outlives_the_sandbox():
     assert run_untrusted("from fractions import Fraction\nprint(Fraction(1, 3) + Fraction(1, 6))") == \
         sandbox.Outcome(True, "1/2\n", "")
     # a child forked after the hook is off, sleeping past the limit: killed with the PID namespace
-    outcome = run_untrusted(DISABLE_HOOK + "if os.fork() == 0:\n    import time\n    time.sleep(60)\n"
-                            "else:\n    time_out = [0 for _ in iter(int, 1)]", timeout_s=1.0)
+    outcome = run_untrusted(sandbox.HOOK_OFF + "if os.fork() == 0:\n    import time\n    time.sleep(60)\n"
+                            "else:\n    while True:\n        pass", timeout_s=1.0)
     assert outcome.reason == "timeout"
     assert _sandboxes_left(deadline=time.monotonic() + 2.0) == []
 

@@ -20,6 +20,7 @@ falls back to the weaker layer alone.
 
 from __future__ import annotations
 
+import ast
 import functools
 import itertools
 import json
@@ -148,3 +149,41 @@ def check_sandbox() -> float:
         "(sysctl user.max_user_namespaces > 0; kernel.unprivileged_userns_clone = 1 on Debian kernels; "
         "kernel.apparmor_restrict_unprivileged_userns = 0 on Ubuntu 23.10+). Ask the cluster's admins to allow "
         f"them, or run T3RL with {NO_SANDBOX_SETTING}; `ttrl-bench check-sandbox` checks a node.")
+
+
+# What a rollout could try (issue 25): replace the audit hook's code through gc.get_objects(), prove
+# it is off (the hook refuses writes, /tmp allows them), then reach out; each attempt's result.
+HOOK_OFF = """
+import gc, json, os, socket
+for thing in gc.get_objects():
+    if callable(thing) and getattr(thing, "__name__", "") == "guard":
+        thing.__code__ = (lambda event, args: None).__code__
+open("/tmp/proof", "w").write("hook off")
+"""
+ESCAPE_PROBE = HOOK_OFF + """
+tried = {}
+def attempt(name, action):
+    try:
+        tried[name] = repr(action())
+    except OSError as err:
+        tried[name] = "failed: " + type(err).__name__
+attempt("network", lambda: socket.create_connection((HOST, PORT), timeout=0.5))
+attempt("file outside", lambda: open(SECRET).read())
+attempt("home directory", lambda: os.listdir(HOME))
+print(json.dumps(tried))
+"""
+
+
+def probe_escapes(host: str, port: int, secret: str) -> dict[str, tuple[bool, str]]:
+    """Run ESCAPE_PROBE against a host:port, a file path and this user's home: attempt -> (blocked,
+    what it got). Listing the home directory is blocked when it shows no more than the path to the
+    interpreter bound inside."""
+    home = str(Path.home())
+    values = f"HOST, PORT, SECRET, HOME = {host!r}, {port}, {secret!r}, {home!r}\n"
+    outcome = run_untrusted(values + ESCAPE_PROBE, timeout_s=5.0)
+    if not outcome.ok:
+        return {"probe": (False, outcome.reason)}
+    on_path = {Path(p).relative_to(home).parts[0] for p in _interpreter_view() if p.startswith(f"{home}/")}
+    tried = json.loads(outcome.stdout)
+    return {name: (result.startswith("failed") or (name == "home directory" and set(ast.literal_eval(result)) <= on_path),
+                   result) for name, result in tried.items()}
