@@ -304,3 +304,22 @@ def test_consensus_agrees_with_the_authors_rule_on_string_coordinates():
         label = answers[int(np.argmax(totals))]
         assert consensus(answers)[1] == pytest.approx([_authors_rule(a, label) for a in answers]), answers
     assert strings > 30
+
+
+def test_consensus_never_counts_an_answer_against_itself():
+    """P's point lies outside its box, so P scores 2 against itself and [B] 3. Totals without
+    self-agreement: P = acc(P, [B]) = 0, [B] = 0 -> P is the label (first), rewards [2, 0]; counting
+    self-agreement would give totals 2 and 3, label [B], rewards [0, 3]."""
+    p = [obj([0, 0, 100, 100], [110, 50])]
+    assert consensus([p, [B]]) == (0, [2.0, 0.0])
+
+
+def test_thresholds_are_strict_at_their_boundaries():
+    """IoU > t, box L1 < t, point distance < t (vision_reasoner.py): exactly at each threshold a
+    test fails. Shift by 10 px: L1 = 10 (fails), pixel IoU 91^2 / (2 * 101^2 - 91^2) = .683
+    (passes), points 30 apart (fails) -> 1. Boxes 100 x 1 and 50 x 1 px: IoU 50 / 100 = .5 (fails),
+    L1 12.5 (fails), same point inside (passes) -> 1. A point on its box's edge is inside."""
+    assert pairwise_accuracy([obj([0, 0, 100, 100], [50, 50])], [obj([10, 10, 110, 110], [50, 80])]) == 1.0
+    assert pairwise_accuracy([obj([0, 0, 99, 0], [10, 0])], [obj([0, 0, 49, 0], [10, 0])]) == 1.0
+    on_edge = [obj([0, 0, 100, 100], [100, 0])]
+    assert pairwise_accuracy(on_edge, on_edge) == 3.0
