@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -45,7 +46,8 @@ import torch
 from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results"
+# TTRL_BENCH_BENCHMARK_OUT: another results folder (the tests write to a temporary one)
+OUT = Path(os.environ.get("TTRL_BENCH_BENCHMARK_OUT", ROOT / "benchmarks" / "results"))
 
 # Published config.json dimensions (gpu-probe.md "Model dimensions used").
 INTERNVIT_300M = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096,

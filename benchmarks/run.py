@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results"
+# TTRL_BENCH_BENCHMARK_OUT: another results folder (the tests write to a temporary one)
+OUT = Path(os.environ.get("TTRL_BENCH_BENCHMARK_OUT", ROOT / "benchmarks" / "results"))
 
 
 def timed(fn, repeat: int = 3) -> float:

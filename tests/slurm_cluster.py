@@ -14,6 +14,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from conftest import free_ports
+
 DAEMONS = ("munged", "slurmctld", "slurmd")
 # The configuration goes where every SLURM client looks by default: the slurm jobstep executor
 # strips SLURM_* variables (SLURM_CONF too) before its nested `srun`, so a config elsewhere is
@@ -37,6 +39,7 @@ def slurm_available() -> str | None:
 
 def _write_conf(root: Path) -> Path:
     host = socket.gethostname()
+    ctld_port, slurmd_port = free_ports(2)
     for sub in ("state", "spool", "log"):
         (root / sub).mkdir(parents=True, exist_ok=True)
     CONF_DIR.mkdir(parents=True, exist_ok=True)
@@ -54,8 +57,8 @@ SlurmctldPidFile={root}/slurmctld.pid
 SlurmdPidFile={root}/slurmd.pid
 SlurmctldLogFile={root}/log/slurmctld.log
 SlurmdLogFile={root}/log/slurmd.log
-SlurmctldPort=6917
-SlurmdPort=6918
+SlurmctldPort={ctld_port}
+SlurmdPort={slurmd_port}
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 ReturnToService=2

@@ -343,3 +343,24 @@ def test_the_kl_reference_loads_on_the_process_own_gpu(tmp_path):
     assert reference_init_kwargs(False, torch.device("cpu")) is None
     assert grpo_config(tmp_path, {**resolve_method("ttrv")["hyperparameters"], "rollout_backend": "hf"}, 0
                        ).model_init_kwargs is None
+
+
+def test_group_rewards_sit_on_a_2_to_the_minus_16_grid():
+    """TTRV with alpha = 0.75 on A A A B: p(A) = 3/4, H = -(3/4 ln 3/4 + 1/4 ln 1/4) = 0.562335 nats,
+    r = p - 0.75 H = 0.328249 (A), -0.171751 (B); rounded to multiples of 2^-16: 21512 / 65536 and
+    -11256 / 65536, so that TRL's float32 group mean of equal rewards is exact."""
+    reward = GroupReward("ttrv", {}, num_generations=4)
+    rewards = reward(prompts=None, completions=_completions(["A", "A", "A", "B"]), id=["x"] * 4,
+                     options=[["a", "b", "c", "d"]] * 4, answer=["A"] * 4)
+    assert rewards == [21512 / 65536] * 3 + [-11256 / 65536]
+
+
+def test_batch_layout_refuses_a_generation_batch_that_neither_divides_nor_fills_a_step():
+    """4 rollouts x 3 prompts = 12 completions per step; a generation batch of 8 is a multiple of N = 4
+    and of the micro-batch 4, but 12 and 8 do not divide each other; 6 is no multiple of N."""
+    hp = {"num_generations": 4, "prompts_per_step": 3, "micro_batch_size": 4}
+    assert batch_layout({**hp, "generation_batch_size": 12})["gradient_accumulation_steps"] == 3
+    with pytest.raises(ValueError, match="divide or be divided"):
+        batch_layout({**hp, "generation_batch_size": 8})
+    with pytest.raises(ValueError, match="multiple of num_generations 4"):
+        batch_layout({**hp, "micro_batch_size": 2, "generation_batch_size": 6})

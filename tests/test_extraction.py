@@ -131,3 +131,10 @@ def test_choice_parser_option_of_the_mcq_task():
     assert MCQTask(choice_parser="ttrv").parse("it is a guillotine", row) == "A"
     with pytest.raises(ValueError, match="evaluation.mcq.choice_parser"):
         MCQTask(choice_parser="llm")
+
+
+@pytest.mark.parametrize("text", ["E. none of these", "E.", "(E) none", "The answer is E.", "**E**"])
+def test_a_letter_beyond_the_options_is_unparsable(text):
+    """Four options are A-D: "E" in any form the extraction reads is no answer (scored wrong)."""
+    assert extract_choice(text, ["cat", "dog", "fox", "owl"]) is None
+    assert extract_choice(text.replace("E", "D"), ["cat", "dog", "fox", "owl"]) == "D"

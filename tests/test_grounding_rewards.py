@@ -2,7 +2,9 @@
 (dvlab-research/Seg-Zero verl/utils/reward_score/vision_reasoner.py), one test per rule, and one
 per departure option (grounding.Conventions / non_repeat scope)."""
 
+import numpy as np
 import pytest
+from scipy.optimize import linear_sum_assignment
 
 from ttrl_bench.rewards.grounding import (
     MAX_OBJECTS,
@@ -146,8 +148,10 @@ def test_anti_consensus_picks_the_outlier():
 
 def test_consensus_with_nothing_scorable():
     assert consensus([None, [{"bbox_2d": "x"}], []]) == (None, [0.0, 0.0, 0.0])
-    # an answer with one invalid object cannot be the label under the authors' rule
-    assert consensus([[A, {"bbox_2d": "x"}], [A_SHIFTED]]) == (1, [0.0, 3.0])
+    # an answer with one invalid object totals 0 (it scores 0 against every other) and so does the
+    # valid one (it scores 0 against the invalid one): first of the tied, so every reward is 0
+    assert consensus([[A, {"bbox_2d": "x"}], [A_SHIFTED]]) == (0, [0.0, 0.0])
+    assert consensus([[A_SHIFTED], [A, {"bbox_2d": "x"}]]) == (0, [3.0, 0.0])
     assert consensus([[A, {"bbox_2d": "x"}], [A_SHIFTED]], conventions=Conventions(invalid_object="drop_object")) == (
         0, [3.0, 3.0])
 
@@ -239,3 +243,83 @@ def test_conventions_from_a_methods_reward_params():
     assert Conventions.from_params(params) == Conventions(point_in_box=False, invalid_object="drop_object")
     with pytest.raises(TypeError, match="invalid_object"):
         Conventions.from_params({"invalid_object": "keep"})
+
+
+def test_string_coordinate_makes_the_answer_invalid():
+    """`np.array([["40", 93, 298, 104]])` is an array of strings: batch_iou's np.maximum raises and
+    the authors' bare `except` returns 0, whichever side the answer is on."""
+    text = '<answer>[{"bbox_2d": ["40", 93, 298, 104], "point_2d": [150, 98]}]</answer>'
+    as_string = parse_objects(text)
+    as_number = [obj([40, 93, 298, 104], [150, 98])]
+    assert pairwise_accuracy(as_number, as_number) == 3.0
+    assert pairwise_accuracy(as_string, as_number) == 0.0
+    assert pairwise_accuracy(as_number, as_string) == 0.0
+    assert pairwise_accuracy(as_string, as_string) == 0.0
+    # the string answer comes first, every total is 0 (each valid answer scores 0 against the other
+    # valid one, too far, and against the string one): the string answer is the label, rewards all 0
+    assert consensus([as_string, as_number, [B]]) == (0, [0.0, 0.0, 0.0])
+    assert consensus([as_number, as_string, [B]]) == (0, [3.0, 0.0, 0.0])
+
+
+def _authors_rule(pred, target):
+    """An independent numpy reading of `vision_reasoner_accuracy_reward` (base thresholds): arrays
+    built from the lists as they are, any exception scores 0."""
+    try:
+        pb, pp = np.array([o["bbox_2d"] for o in pred][:120]), np.array([o["point_2d"] for o in pred][:120])
+        tb, tp = np.array([o["bbox_2d"] for o in target][:120]), np.array([o["point_2d"] for o in target][:120])
+        lo = np.maximum(pb[:, None, :2], tb[None, :, :2])
+        hi = np.minimum(pb[:, None, 2:], tb[None, :, 2:])
+        inter = np.prod(np.maximum(0, hi - lo + 1), axis=2)
+        area_p, area_t = np.prod(pb[:, 2:] - pb[:, :2] + 1, axis=1), np.prod(tb[:, 2:] - tb[:, :2] + 1, axis=1)
+        iou = inter / (area_p[:, None] + area_t[None, :] - inter)
+        l1 = np.abs(pb[:, None, :] - tb[None, :, :]).mean(axis=2)
+        dist = np.sqrt(((pp[:, None, :] - tp[None, :, :]) ** 2).sum(axis=2))
+        inside = np.all((pp >= pb[:, :2]) & (pp <= pb[:, 2:]), axis=1)
+        passed = (iou > 0.5) + (l1 < 10).astype(float) + ((dist < 30) & inside[:, None])
+        rows, cols = linear_sum_assignment(3 - passed)
+        return passed[rows, cols].sum() / max(len(pb), len(tb))
+    except Exception:
+        return 0.0
+
+
+def test_consensus_agrees_with_the_authors_rule_on_string_coordinates():
+    """200 seeded groups of 2-5 answers near two places, a coordinate turned into a string with
+    probability 0.1: our rewards equal the authors' accuracy rule with the paper's label (highest
+    total over all answers, first on ties)."""
+    rng = np.random.default_rng(25)
+    strings = 0
+    for _ in range(200):
+        answers = []
+        for _ in range(rng.integers(2, 6)):
+            objects = []
+            for _ in range(rng.integers(1, 3)):
+                x, y = rng.choice([0, 300]) + rng.integers(0, 8, 2)
+                o = obj([int(x), int(y), int(x) + 100, int(y) + 100], [int(x) + 50, int(y) + 50])
+                if rng.random() < 0.1:
+                    o["bbox_2d"][rng.integers(4)] = str(o["bbox_2d"][0])
+                    strings += 1
+                objects.append(o)
+            answers.append(objects)
+        totals = [sum(_authors_rule(a, b) for j, b in enumerate(answers) if j != i) for i, a in enumerate(answers)]
+        label = answers[int(np.argmax(totals))]
+        assert consensus(answers)[1] == pytest.approx([_authors_rule(a, label) for a in answers]), answers
+    assert strings > 30
+
+
+def test_consensus_never_counts_an_answer_against_itself():
+    """P's point lies outside its box, so P scores 2 against itself and [B] 3. Totals without
+    self-agreement: P = acc(P, [B]) = 0, [B] = 0 -> P is the label (first), rewards [2, 0]; counting
+    self-agreement would give totals 2 and 3, label [B], rewards [0, 3]."""
+    p = [obj([0, 0, 100, 100], [110, 50])]
+    assert consensus([p, [B]]) == (0, [2.0, 0.0])
+
+
+def test_thresholds_are_strict_at_their_boundaries():
+    """IoU > t, box L1 < t, point distance < t (vision_reasoner.py): exactly at each threshold a
+    test fails. Shift by 10 px: L1 = 10 (fails), pixel IoU 91^2 / (2 * 101^2 - 91^2) = .683
+    (passes), points 30 apart (fails) -> 1. Boxes 100 x 1 and 50 x 1 px: IoU 50 / 100 = .5 (fails),
+    L1 12.5 (fails), same point inside (passes) -> 1. A point on its box's edge is inside."""
+    assert pairwise_accuracy([obj([0, 0, 100, 100], [50, 50])], [obj([10, 10, 110, 110], [50, 80])]) == 1.0
+    assert pairwise_accuracy([obj([0, 0, 99, 0], [10, 0])], [obj([0, 0, 49, 0], [10, 0])]) == 1.0
+    on_edge = [obj([0, 0, 100, 100], [100, 0])]
+    assert pairwise_accuracy(on_edge, on_edge) == 3.0

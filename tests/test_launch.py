@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, free_ports
 from ttrl_bench.runs.launch import default_gpus, launcher, needs_offload
 
 
@@ -43,7 +43,7 @@ def test_rewards_of_a_group_split_across_processes(tmp_path):
     alone it would be a tie A/B, or B with its junk), so the rewards are 0 1 | 1 0."""
     script = tmp_path / "gather.py"
     script.write_text(GATHER_SCRIPT)
-    command = launcher(2, 0.0, port=29617).split()[:-2]  # the rules' 2-process launch, on a script
+    command = launcher(2, 0.0, port=free_ports()[0]).split()[:-2]  # the rules' 2-process launch, on a script
     result = subprocess.run(command + [str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     rewards = {rank: json.loads((tmp_path / f"rewards-{rank}.json").read_text()) for rank in (0, 1)}
@@ -57,7 +57,7 @@ def test_the_rules_launch_command_runs_two_processes_on_cpu(demo_data, scene_dat
     ttrv = {"reward": "ttrv", "reward_params": {"alpha": 0.75, "entropy": "paper"}, "hyperparameters": {
         "learning_rate": 1e-3, "num_generations": 4, "n_votes": 8, "temperature": 1.0, "max_completion_length": 3,
         "epochs": 1, "prompts_per_step": 2, "micro_batch_size": 2, "kl_beta": 0.0}}
-    command = launcher(2, 0.0, port=29618).split()
+    command = launcher(2, 0.0, port=free_ports()[0]).split()
     common = ["--model-source", str(tiny_model_dir), "--model-name", "tiny", "--seed", "0", "--n-adapt", "2",
               "--sampling", "random"]
     adapt = subprocess.run(command + ["adapt", *common, "--method", "ttrv", "--dataset", "demo-digits",
@@ -102,7 +102,7 @@ def test_per_sample_rounds_under_fsdp_restore_the_base_weights_exactly(scene_dat
     base weights come back bit for bit before the next sample."""
     script = tmp_path / "per_sample.py"
     script.write_text(PER_SAMPLE_SCRIPT)
-    command = launcher(2, 0.0, port=29619).split()[:-2]
+    command = launcher(2, 0.0, port=free_ports()[0]).split()[:-2]
     result = subprocess.run(command + [str(script), str(tiny_model_dir), str(scene_data), str(tmp_path / "out")],
                             capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

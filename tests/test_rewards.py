@@ -202,3 +202,17 @@ def test_voting_rewards_report_how_often_the_unparsable_convention_changes_a_rew
     assert vote.last_stats == {"convention_unparsable": 0.0, "changed_by_unparsable": 0.0}
     with pytest.raises(TypeError, match="bad reward_params"):
         get_reward("ttrv", unparsable="skip")
+
+
+def test_random_reward_is_a_fair_coin():
+    """random.Random(0) draws .844 .758 .421 .259 .511 .405 .784 .303: r = 1 below 0.5 (TTRV
+    Table 5's Bernoulli(0.5)); 10,000 draws average 0.5 within 0.02."""
+    assert random_reward([None] * 8, seed=0) == [0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    assert abs(sum(random_reward([None] * 10_000, seed=1)) / 10_000 - 0.5) < 0.02
+
+
+def test_dare_keeps_an_answer_exactly_at_the_pruning_threshold():
+    """Equal uncertainties 0.5: p_hat(a) = 3/4, p_hat(b) = 1/4 = tau exactly (x / 4x is exact in
+    floating point: b / total == tau holds), so b survives (p_hat >= tau). a: 0.75 + 0.5 * (1 - 3/4) * 0.5 = 0.8125;
+    b: 0.25 + 0.5 * (1 - 1/4) * 0.5 = 0.4375. Pruned, b would get 0 and a 1.0."""
+    assert dare(["a", "a", "a", "b"], [0.5] * 4, tau=0.25) == pytest.approx([0.8125] * 3 + [0.4375])

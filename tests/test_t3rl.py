@@ -54,18 +54,3 @@ def test_the_sandbox_refuses_files_sockets_processes_and_endless_loops(code, rea
     assert not outcome.ok and outcome.reason.startswith(reason), outcome
     assert time.monotonic() - start < 3.0  # killed at its limit, not later
     assert ArithmeticVerifier(timeout_s=1.0)(f"```python\n{code}\n```", "1").verified is False
-
-
-def test_nothing_the_sandbox_runs_outlives_its_limit(tmp_path):
-    """A sleeping child is killed with its process group at the wall-clock limit: no process whose
-    command line names a sandbox directory is left."""
-    outcome = run_untrusted("import time\ntime.sleep(60)", timeout_s=1.0)
-    assert outcome.reason == "timeout"
-    survivors = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if "ttrl-sandbox-" in open(f"/proc/{pid}/cmdline", errors="ignore").read():
-                survivors.append(pid)
-        except OSError:  # exited meanwhile
-            pass
-    assert survivors == []

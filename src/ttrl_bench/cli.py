@@ -404,6 +404,29 @@ def cmd_plot_figures(args) -> None:
     figures.step_costs(train_log, out / "step_costs.png")
 
 
+def cmd_check_sandbox(args) -> None:
+    """Start the sandbox, then try its escapes from inside (audit hook disabled first): the network
+    (a port listening on this host), a file of this host, the home directory. Fails (exit status 1,
+    the reason logged) where the sandbox cannot start or an attempt succeeds."""
+    import socket
+    import tempfile
+
+    from .rewards.sandbox import bwrap_binary, check_sandbox, probe_escapes
+
+    seconds = check_sandbox()  # SandboxUnavailable names the missing kernel feature
+    with socket.socket() as listener, tempfile.NamedTemporaryFile("w", suffix=".json") as secret:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        secret.write('{"gold": "B"}')
+        secret.flush()
+        tried = probe_escapes("127.0.0.1", listener.getsockname()[1], secret.name)
+    print(f"sandbox: {bwrap_binary()}, start-up and 6 * 7: {1000 * seconds:.0f} ms")
+    for attempt, (blocked, result) in tried.items():
+        print(f"  {attempt:<15} {'blocked' if blocked else 'REACHED'}  ({result[:60]})")
+    if not all(blocked for blocked, _ in tried.values()):
+        raise RuntimeError("the sandbox let an escape through (above): do not run T3RL's arithmetic verifier here")
+
+
 def cmd_audit_reward(args) -> None:
     import pandas as pd
 
@@ -566,6 +589,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the sampled answer groups")
     p.add_argument("--out-dir", default="results/audit", help="directory of reward_audit.csv and .png")
     p.set_defaults(func=cmd_audit_reward)
+
+    p = sub.add_parser("check-sandbox", help="does the T3RL verifier's sandbox (bubblewrap) work on this node?")
+    p.set_defaults(func=cmd_check_sandbox)
 
     p = sub.add_parser("plot-figures", parents=[names], help="step 4c: figures (PNG + PDF)")
     p.add_argument("--db", required=True, help="the DuckDB store (results/benchmark.duckdb)")

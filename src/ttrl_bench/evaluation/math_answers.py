@@ -157,7 +157,10 @@ def normalize_math_answer(answer: str | None) -> str | None:
         return None
     value = _number_value(s)
     if value is not None:
-        return canonical_number(value)
+        try:
+            return canonical_number(value)
+        except OverflowError:  # a fraction beyond float64 ("9...9.5", 400 digits): compared as text
+            pass
     return s if "\\" in s else s.lower()  # plain text compares case-insensitively
 
 

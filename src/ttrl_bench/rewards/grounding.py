@@ -20,9 +20,11 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-_THINK_ANSWER = re.compile(r"<think>.*?</think>\s*<answer>.*?</answer>", re.DOTALL)
-_ANSWER = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.DOTALL)
-_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+from ..evaluation.extraction import tag_spans
+
+# `vision_reasoner_format_reward`'s fullmatch of <think>.*?</think>\s*<answer>.*?</answer> holds when
+# the text starts with <think>, ends with </answer> and between them has </think>, blanks, <answer>
+_THINK_THEN_ANSWER = re.compile(r"</think>\s*<answer>")
 
 # vision_reasoner_accuracy_reward: MAX_OBJECTS = 120, both lists cut to their first 120 objects
 MAX_OBJECTS = 120
@@ -78,33 +80,49 @@ DEPARTURES = {"pixel_iou": False, "point_in_box": False, "point_distance": "l1",
 assert set(DEPARTURES) == {f.name for f in fields(Conventions)}
 
 
+def _coordinate(v) -> bool:
+    """A JSON number that is a float64 (not a boolean, a string such as "40", NaN, infinite, or an
+    integer of 400 digits): the authors' numpy arithmetic raises on strings, and the bare `except`
+    scores the answer 0."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an int beyond float64
+        return False
+
+
 def _numbers(value, length: int) -> bool:
-    return (
-        isinstance(value, list)
-        and len(value) == length
-        and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)
-    )
+    return isinstance(value, list) and len(value) == length and all(_coordinate(v) for v in value)
+
+
+def answer_span(text: str | None) -> tuple[int, int] | None:
+    """Character span of what the first <answer></answer> holds, blanks stripped at both ends (the
+    authors' regex <answer>\\s*(.*?)\\s*</answer>, read in linear time), or None without one."""
+    text = text or ""
+    span = next(tag_spans(text), None)
+    if span is None:
+        return None
+    start, end = span
+    inner = text[start:end]
+    start += len(inner) - len(inner.lstrip())
+    return start, max(start, end - (len(inner) - len(inner.rstrip())))
 
 
 def parse_objects(text: str | None) -> list | None:
     """The JSON list inside the first <answer></answer> (the authors' regex), or None when the
     tags are absent, the JSON is broken or not a list (a lone object is not an answer: the
-    authors' loop over a dict walks its keys and fails). Items are not checked here."""
-    match = _ANSWER.search(text or "")
-    if not match:
+    authors' loop over a dict walks its keys and fails). Items are not checked here. JSON nested
+    deeper than the interpreter's recursion limit (a rollout repeating "[") is broken JSON too: the
+    authors' bare `except` scores it 0."""
+    span = answer_span(text)
+    if span is None:
         return None
     try:
-        data = json.loads(match.group(1))
-    except json.JSONDecodeError:
+        data = json.loads(text[span[0]:span[1]])
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
         return None
     return data if isinstance(data, list) else None
-
-
-def answer_span(text: str | None) -> tuple[int, int] | None:
-    """Character span of what the first <answer></answer> holds (the authors' regex, as
-    `parse_objects` reads it), or None without one."""
-    match = _ANSWER.search(text or "")
-    return match.span(1) if match else None
 
 
 def valid_object(item) -> bool:
@@ -135,7 +153,9 @@ def point_in_box(obj: dict) -> bool:
 def thinking_format_reward(text: str) -> float:
     """`vision_reasoner_format_reward`, thinking part: 1 when the text as generated (nothing
     stripped) is exactly <think>...</think> <answer>...</answer>, else 0."""
-    return 1.0 if _THINK_ANSWER.fullmatch(text or "") else 0.0
+    text = text or ""
+    framed = len(text) >= len("<think></answer>") and text.startswith("<think>") and text.endswith("</answer>")
+    return 1.0 if framed and _THINK_THEN_ANSWER.search(text, len("<think>"), len(text) - len("</answer>")) else 0.0
 
 
 def answer_format_reward(text: str) -> float:
@@ -168,8 +188,8 @@ def non_repeat_reward(text: str, scope: str = "output") -> float:
     if scope not in ("output", "thinking"):
         raise TypeError(f"non_repeat must be 'output' or 'thinking', got {scope!r}")
     if scope == "thinking":
-        match = _THINK.search(text or "")
-        text = match.group(1) if match else ""
+        span = next(tag_spans(text or "", "think"), None)
+        text = text[span[0]:span[1]] if span else ""
     seen, repeats = set(), 0
     for sentence in (s.strip() for s in (text or "").split(".")):
         if not sentence:
@@ -222,17 +242,21 @@ def consensus(answers: Sequence[list | None], thresholds: Thresholds = Threshold
     with each other answer as the target, sum_j pairwise_accuracy(a_i, a_j) (our reading: VR-TTRL
     has no public code); the pseudo-label is the highest total (lowest with anti=True, the
     VR-TTRL (-) ablation; ties: first), and each answer's reward is pairwise_accuracy(a_i, label).
-    Answers without scored objects cannot be the label and score 0; (None, zeros) when none has."""
-    candidates = [i for i, a in enumerate(answers) if scored_objects(a, conventions.invalid_object)]
-    if not candidates:
+
+    Every answer is a candidate, as the paper says ("the answer that maximizes the total reward
+    among them"): one without scored objects (unparsable, or an invalid object such as a string
+    coordinate under the authors' rule) has total 0, so it is the label when it comes first among
+    answers tied at 0, and then every reward is 0 (the accuracy reward scores 0 against it).
+    (None, zeros) when no answer has scored objects."""
+    scorable = [bool(scored_objects(a, conventions.invalid_object)) for a in answers]
+    if not any(scorable):
         return None, [0.0] * len(answers)
-    totals = {
-        i: sum(pairwise_accuracy(answers[i], answers[j], thresholds, conventions)
-               for j in range(len(answers)) if j != i)
-        for i in candidates
-    }
-    best = (min if anti else max)(totals.values())
-    label = next(i for i in candidates if totals[i] == best)
+    totals = [
+        sum(pairwise_accuracy(answers[i], answers[j], thresholds, conventions) for j in range(len(answers)) if j != i)
+        if scorable[i] else 0.0
+        for i in range(len(answers))
+    ]
+    label = totals.index((min if anti else max)(totals))
     return label, [pairwise_accuracy(a, answers[label], thresholds, conventions) for a in answers]
 
 

@@ -18,11 +18,45 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .sandbox import run_untrusted
+from .sandbox import check_sandbox, run_untrusted
 
 CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
-# "12 * 7 = 84", "(3 + 4) / 2 = 3.5": an arithmetic expression with at least one operator, then a number
-CLAIM = re.compile(r"(?<![\w.])([-+*/().\d\s]*\d[-+*/().\d\s]*[-+*/][-+*/().\d\s]*\d[)\s]*)=\s*(-?\d+(?:\.\d+)?)")
+_CLAIMED_VALUE = re.compile(r"=\s*(-?\d+(?:\.\d+)?)")
+_OPERATORS = "+-*/"
+
+
+def _expression_char(c: str) -> bool:
+    return c.isdecimal() or c.isspace() or c in "+-*/()."
+
+
+def claims(text: str) -> list[tuple[str, str]]:
+    """The `expression = number` statements of a text: "12 * 7 = 84", "(3 + 4) / 2 = 3.5". The
+    expression is the run of digits, operators, brackets, dots and blanks before "=", starting
+    where no letter, digit or dot precedes it, with a digit, later an operator, later a digit, and
+    after its last digit only ")" and blanks. Read in linear time: the regex this replaces,
+    (?<![\\w.])([-+*/().\\d\\s]*\\d[-+*/().\\d\\s]*[-+*/][-+*/().\\d\\s]*\\d[)\\s]*)=..., took 28 s on
+    "1 + 2 " repeated 100 times."""
+    found, consumed = [], 0
+    for match in _CLAIMED_VALUE.finditer(text):
+        equals = match.start()
+        if equals < consumed:
+            continue
+        start = equals
+        while start > consumed and _expression_char(text[start - 1]):
+            start -= 1
+        # the leftmost start that no letter, digit, "_" or "." precedes
+        while start < equals and start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_."):
+            start += 1
+        expression = text[start:equals]
+        last_digit = max((i for i, c in enumerate(expression) if c.isdecimal()), default=-1)
+        last_operator = max((i for i, c in enumerate(expression[:last_digit]) if c in _OPERATORS), default=-1)
+        first_digit = next((i for i, c in enumerate(expression) if c.isdecimal()), len(expression))
+        if last_digit < 0 or any(c not in ")" and not c.isspace() for c in expression[last_digit + 1:]):
+            continue
+        if first_digit < last_operator:
+            found.append((expression.strip(), match.group(1)))
+            consumed = match.end()
+    return found
 
 
 @dataclass(frozen=True)
@@ -72,17 +106,17 @@ class ArithmeticVerifier:
             lines = [line for line in outcome.stdout.splitlines() if line.strip()]
             computed = lines[-1].strip() if lines else None
             return Decision(computed is not None and same_value(computed, answer), "code", computed)
-        claims = [(expr.strip(), value) for expr, value in CLAIM.findall(text)]
-        if not claims:
+        claimed = claims(text)
+        if not claimed:
             return Decision(False, "no computation claimed")
         # the expressions hold only digits, operators, brackets and spaces (CLAIM); still executed in the
         # sandbox, since "9**9**9" is arithmetic too
-        program = "import json\nprint(json.dumps([" + ", ".join(f"float({' '.join(e.split())})" for e, _ in claims) + "]))"
+        program = "import json\nprint(json.dumps([" + ", ".join(f"float({' '.join(e.split())})" for e, _ in claimed) + "]))"
         outcome = run_untrusted(program, self.timeout_s, self.memory_mb)
         if not outcome.ok:
             return Decision(False, outcome.reason)
         results = json.loads(outcome.stdout)
-        wrong = [e for (e, v), r in zip(claims, results) if not same_value(r, v)]
+        wrong = [e for (e, v), r in zip(claimed, results) if not same_value(r, v)]
         if wrong:
             return Decision(False, f"claim does not hold: {wrong[0]}", str(results[-1]))
         return Decision(same_value(results[-1], answer), "claims", str(results[-1]))
@@ -127,6 +161,8 @@ class T3RLReward:
     def __init__(self, omega: float = 5.0, verifier: str = "arithmetic", timeout_s: float = 2.0):
         if verifier not in VERIFIERS:
             raise TypeError(f"verifier must be one of {sorted(VERIFIERS)}, got {verifier!r}")
+        if verifier == "arithmetic":
+            check_sandbox()  # at start-up: SandboxUnavailable names the missing kernel feature, no fallback
         self.omega = omega
         self.verify = VERIFIERS[verifier]() if verifier == "null" else VERIFIERS[verifier](timeout_s)
         self.decisions: list[Decision] = []
