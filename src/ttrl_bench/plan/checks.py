@@ -1,0 +1,128 @@
+"""Dry-run checks: what the jobs would discover after hours, the plan reports before any job,
+each as a ValueError naming the config key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..adaptation.presets import METHOD_NAMES, method_task, resolve_method
+from ..datasets.registry import REGISTRY
+from ..datasets.sources import BUNDLED_TEST_SIZES, hub_usable
+from ..models.source import resolve_model_source
+
+
+def check_known(key: str, names, known) -> None:
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"config key `{key}`: unknown name(s) {unknown}; known: {', '.join(sorted(known))}")
+
+
+def check_names(config: dict, models: dict) -> None:
+    """Every dataset, method and model a config names exists."""
+    check_known("datasets", config["datasets"], REGISTRY)
+    check_known("data.sources", config["data"]["sources"], REGISTRY)
+    check_known("methods", config["methods"], METHOD_NAMES)
+    check_known("adaptation.method_overrides", config["adaptation"]["method_overrides"], METHOD_NAMES)
+    for name, block in config["experiments"].items():
+        if not block["enabled"]:
+            continue
+        check_known(f"experiments.{name}.models", block.get("models", []), models)
+        check_known(f"experiments.{name}.methods", block.get("methods", []), METHOD_NAMES)
+        pairs = [d for pair in block.get("cross", []) for d in pair]
+        check_known(f"experiments.{name}.datasets", block.get("datasets", []) + pairs, REGISTRY)
+
+
+def check_demo_model_alone(models: dict, datasets: list[str]) -> None:
+    if any("build" in m for m in models.values()) and any(not REGISTRY[d].source.startswith("bundled:") for d in datasets):
+        raise ValueError(
+            "config: the built demo model is configured together with paper datasets. A --configfile is "
+            "merged into config/config.yaml; add --replace-workflow-config to use the paper config alone."
+        )
+
+
+def resolved_methods(config: dict, methods: list[str]) -> dict[str, dict]:
+    """Each adapting method's preset with the config's per-task hyper-parameters and per-method
+    overrides applied."""
+    adaptation = config["adaptation"]
+    specs = {}
+    for method in methods:
+        layer = {"rollout_backend": adaptation["rollout_backend"],
+                 **adaptation["hyperparameters"].get(method_task(method), {})}
+        try:
+            specs[method] = resolve_method(method, layer, adaptation["method_overrides"].get(method))
+        except KeyError as err:
+            raise ValueError(err.args[0]) from None
+    return specs
+
+
+def split_size(plan, dataset: str) -> int | None:
+    """Test samples of a dataset (a training set's rows for ECHO's geometry3k / geoqa): its
+    prep_stats.json once prepared, the bundled sets' known size before; None where only
+    preparation can tell (the resolution filter drops some)."""
+    stats = Path(f"{plan.results}/data/{dataset}/prep_stats.json")
+    if stats.exists():
+        return json.loads(stats.read_text())["splits"].get(REGISTRY[dataset].manifest_split, 0)
+    return BUNDLED_TEST_SIZES.get(dataset)
+
+
+def check_sample_counts(plan) -> None:
+    """Adaptation and evaluation sample counts within each dataset's test split."""
+    for key, block in plan.blocks:
+        n = block.get("n_samples", plan.n_adapt)
+        key = f"{key}.n_samples" if key and "n_samples" in block else "adaptation.n_samples"
+        trains = block.get("datasets", []) + [pair[0] for pair in block.get("cross", [])]
+        for dataset in trains:
+            size = split_size(plan, dataset)
+            if (n != "all" and size is not None and n > size
+                    and any(plan.fits(m, dataset) for m in plan.grpo_methods if m in block["methods"])):
+                raise ValueError(f"config key `{key}`: {n} adaptation samples, but {dataset}'s "
+                                 f"{REGISTRY[dataset].manifest_split} split has {size}")
+    exclude = plan.config["evaluation"]["exclude_adaptation_samples"]
+    for run in plan.runs:
+        section = plan.section[run.target]
+        wanted, size = plan.config["evaluation"][section]["samples"], split_size(plan, run.target)
+        if wanted == "all" or size is None:
+            continue
+        n_adapt = run.protocol[1:].split("_")[0]
+        held = int(n_adapt) if exclude and plan.task[run.target] == "mcq" and n_adapt != "all" else 0
+        if wanted > size - held:
+            raise ValueError(
+                f"config key `evaluation.{section}.samples`: {wanted} evaluation samples, but {run.target}'s test "
+                f"split has {size}" + (f", {held} of them held out for adaptation" if held else "")
+            )
+
+
+def check_sources(plan) -> None:
+    """Local model directories and dataset copies exist; Hub model ids are reachable (a TCP probe
+    of 3 s at most, as preparation does for datasets: loading waits minutes before failing)
+    unless HF_HUB_OFFLINE=1 says to use the Hugging Face cache."""
+    hub = []
+    for name in sorted({run.model for run in plan.runs}):
+        model = plan.models[name]
+        key = "convert_from" if "convert_from" in model else "source"
+        if "build" in model or Path(model[key]).exists():
+            continue
+        try:
+            resolve_model_source(model[key], f"models.{name}.{key}")
+        except FileNotFoundError as err:
+            raise ValueError(str(err)) from None
+        hub.append((name, key))
+    for dataset in plan.datasets:
+        for field in ("path", "class_names"):
+            value = (plan.config["data"]["sources"].get(dataset) or {}).get(field)
+            if value and not Path(value).exists():
+                raise ValueError(f"config key `data.sources.{dataset}.{field}`: {value} does not exist")
+    if hub and not hub_usable():
+        name, key = hub[0]
+        raise ValueError(
+            f"config key `models.{name}.{key}`: the Hugging Face Hub is unreachable, so {plan.models[name][key]} "
+            "cannot be downloaded; point the key at a local copy, or set HF_HUB_OFFLINE=1 to load models "
+            "already in the Hugging Face cache"
+        )
+
+
+def run_all(plan) -> None:
+    """The checks that read the file system or the network (the plan's constructor ran the rest)."""
+    check_sample_counts(plan)
+    check_sources(plan)
