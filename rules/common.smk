@@ -1,4 +1,5 @@
 import json
+import os
 import re
 import shlex
 import sys
@@ -13,6 +14,7 @@ sys.path.insert(0, SRC)
 
 from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.plan import Job, Plan, checks, job_request, validated
+from ttrl_bench.plan.resources import largest_gpu_request
 from ttrl_bench.plan.grid import BUILD_FAMILY, DEMO_DATASETS
 from ttrl_bench.results.paper_tables import PAPER_TABLES
 from ttrl_bench.runs.launch import launcher, machine_has_gpu
@@ -27,6 +29,17 @@ configfile: "config/config.yaml"
 # request, and every dry-run check, which stops the run before any job naming the config key.
 PLAN = Plan(validated(config))  # validated: also fills in the schema's defaults
 checks.run_all(PLAN)
+
+
+def slurm_profile():
+    """A SLURM run: profiles/slurm names every job's partition (snakemake-executor-plugin-slurm's
+    `slurm_partition`). Known when this file is parsed, unlike the executor (a dry run's is local)."""
+    defaults = workflow.resource_settings.default_resources
+    return defaults is not None and "slurm_partition" in defaults
+
+
+if workflow.is_main_process and slurm_profile():
+    checks.check_slurm(os.environ, workflow.global_resources.get("gpu").value, largest_gpu_request(PLAN))
 
 MODELS = PLAN.models
 SEEDS = config["seeds"]
@@ -127,8 +140,9 @@ def gpu_jobs_on_cpu():
     """A local run on a machine without a GPU runs the GPU rules on its cores: their `gpu` resource
     would hold them to one at a time (profiles/default: gpu=1) for a GPU that is not there, so it is 0
     and jobs share the cores (each pins its own threads: cli.pin_numerics). Cluster jobs always ask.
-    Asked per job, not at parse time: Snakemake knows its executor only once it runs the workflow."""
-    return workflow.local_exec and not machine_has_gpu()
+    Asked per job, not at parse time: Snakemake knows its executor only once it runs the workflow;
+    a SLURM dry run shows what the jobs will ask for."""
+    return workflow.local_exec and not machine_has_gpu() and not slurm_profile()
 
 
 def get_resource(rule, name):

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from test_workflow import REPO, _copy_workflow, _snakemake
-from ttrl_bench.plan import Plan, validated
+from ttrl_bench.plan import Plan, checks, validated
 from ttrl_bench.plan.config import merge
 
 # "165<!-- job count: ttrv -->": a number in README.md and the case of CASES it is the total of
@@ -86,7 +86,9 @@ def _planned(case: str) -> dict[str, int]:
     """Jobs per rule of a case's plan, on a fresh results tree."""
     config, extra, _ = CASES[case]
     merged = merge(yaml.safe_load((REPO / config).read_text()), yaml.safe_load(extra or "{}"))
-    return Plan(validated(merged)).job_counts()
+    plan = Plan(validated(merged))
+    checks.check_methods_fit(plan)  # every method of every block runs somewhere
+    return plan.job_counts()
 
 
 def _dry_run(case: str, work: Path) -> dict[str, int]:

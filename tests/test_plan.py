@@ -9,6 +9,7 @@ import yaml
 
 from ttrl_bench.plan import Job, Plan, Request, checks, job_request, load_config, validated
 from ttrl_bench.plan.config import merge
+from ttrl_bench.plan.resources import largest_gpu_request
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -161,3 +162,64 @@ def test_paper_config_merged_into_the_demo_is_refused():
     ttrv = yaml.safe_load((REPO / "config/ttrv.yaml").read_text())
     with pytest.raises(ValueError, match="--replace-workflow-config"):
         Plan(demo_with(yaml.safe_dump(ttrv)))
+
+
+# --- mistakes that used to pass the dry run (issue 26 point 4) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad_config, named",
+    [
+        # VR-TTRL answers with boxes: with MCQ datasets only it was dropped without a word ("total 4")
+        ("methods: [zero-shot, vr-ttrl]\ndatasets: [demo-digits]",
+         "config key `methods`: vr-ttrl adapts on grounding datasets and none of demo-digits is one"),
+        ("experiments: {x: {enabled: true, methods: [ttrv], datasets: [demo-digit-scenes]}}",
+         "config key `experiments.x.methods`: ttrv adapts on mcq datasets and none of demo-digit-scenes is one"),
+        # a typo in reward_params: before, a TypeError in the job's first reward call
+        ("adaptation: {method_overrides: {ttrv: {reward_params: {unparseable: answer}}}}",
+         "config key `adaptation.method_overrides.ttrv.reward_params`: reward 'ttrv': bad reward_params"),
+        ("adaptation: {method_overrides: {ttrv: {reward_params: {unparsable: maybe}}}}",
+         "reward 'ttrv' takes alpha, entropy, unparsable"),
+        # named by the config path, not "method 'dare': unknown hyper-parameter(s)" (the first user of the section)
+        ("adaptation: {hyperparameters: {mcq: {learning_rte: 1.0e-6}}}",
+         "config key `adaptation.hyperparameters.mcq.learning_rte`: unknown hyper-parameter"),
+        ("adaptation: {method_overrides: {dare: {hyperparameters: {n_vote: 8}}}}",
+         "config key `adaptation.method_overrides.dare.hyperparameters.n_vote`: unknown hyper-parameter of dare"),
+    ],
+)
+def test_silent_drops_and_late_failures_stop_the_plan(bad_config, named):
+    with pytest.raises(ValueError) as err:
+        checks.run_all(Plan(demo_with(bad_config)))
+    assert named in str(err.value)
+
+
+def test_a_hyperparameter_of_another_task_is_a_typo_in_its_section():
+    """`updates_per_generation` is known to MCQ presets (ECHO), `epochs` to all: both pass; a grounding
+    method's key in the MCQ section is still unknown there."""
+    Plan(demo_with("adaptation: {hyperparameters: {mcq: {epochs: 2}, grounding: {epochs: 3}}}"))
+    with pytest.raises(ValueError, match=r"`adaptation.hyperparameters.grounding.nonsense`"):
+        Plan(demo_with("adaptation: {hyperparameters: {grounding: {nonsense: 1}}}"))
+
+
+SLURM_ENV = {"TTRL_SLURM_PARTITION": "gpu", "TTRL_SLURM_ACCOUNT": ""}  # empty: a cluster without accounts
+
+
+@pytest.mark.parametrize("environ, gpu_limit, most, named", [
+    ({"TTRL_SLURM_ACCOUNT": "x"}, None, 1, "environment variable TTRL_SLURM_PARTITION is unset"),
+    ({"TTRL_SLURM_PARTITION": "gpu"}, None, 1, "environment variable TTRL_SLURM_ACCOUNT is unset"),
+    # profiles/default's gpu=1 beside `--profile profiles/slurm`: an 8B job (4 GPUs) would ask for 1
+    (SLURM_ENV, 1, 4, "use `--workflow-profile profiles/slurm`"),
+    # ... and even where every job asks for one GPU, one job at a time on a whole cluster
+    (SLURM_ENV, 1, 1, "use `--workflow-profile profiles/slurm`"),
+    (SLURM_ENV, 2, 4, "`--resources gpu=N` with N >= 4"),
+])
+def test_slurm_runs_that_would_ask_wrongly_stop(environ, gpu_limit, most, named):
+    with pytest.raises(ValueError) as err:
+        checks.check_slurm(environ, gpu_limit, most)
+    assert named in str(err.value)
+
+
+def test_slurm_runs_that_ask_what_is_planned_pass():
+    checks.check_slurm(SLURM_ENV, None, 4)  # --workflow-profile profiles/slurm: no global limit
+    checks.check_slurm(SLURM_ENV, 8, 4)  # a deliberate cap of 8 GPUs at a time
+    assert largest_gpu_request(paper("ttrv.yaml")) == 4  # InternVL3-8B

@@ -6,10 +6,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..adaptation.presets import METHOD_NAMES, method_task, resolve_method
+from ..adaptation.presets import (METHOD_NAMES, OPTIONAL_HYPERPARAMETERS, PRESETS, method_task, resolve_method,
+                                  task_hyperparameters)
 from ..datasets.registry import REGISTRY
 from ..datasets.sources import BUNDLED_TEST_SIZES, hub_usable
 from ..models.source import resolve_model_source
+from ..rewards.registry import get_reward, reward_parameters
+
+# profiles/slurm asks SLURM for the partition and account these variables name ($VARS expand at start-up)
+SLURM_VARIABLES = {
+    "TTRL_SLURM_PARTITION": "the partition of every job",
+    "TTRL_SLURM_ACCOUNT": "the account jobs are charged to (empty, with --slurm-no-account, where there is none)",
+}
 
 
 def check_known(key: str, names, known) -> None:
@@ -41,19 +49,90 @@ def check_demo_model_alone(models: dict, datasets: list[str]) -> None:
         )
 
 
+def check_hyperparameter_keys(config: dict) -> None:
+    """Hyper-parameter keys that no preset of their task (or the method they override) knows,
+    named by their config path, not by the first method using the section."""
+    adaptation = config["adaptation"]
+    for task, layer in adaptation["hyperparameters"].items():
+        known = task_hyperparameters(task)
+        for key in sorted(set(layer) - known):
+            raise ValueError(f"config key `adaptation.hyperparameters.{task}.{key}`: unknown hyper-parameter; "
+                             f"known for {task} methods: {', '.join(sorted(known))}")
+    for method, overrides in adaptation["method_overrides"].items():
+        own = (overrides or {}).get("hyperparameters", {})
+        known = set((PRESETS[method] or {}).get("hyperparameters", {})) | OPTIONAL_HYPERPARAMETERS
+        for key in sorted(set(own) - known):
+            raise ValueError(f"config key `adaptation.method_overrides.{method}.hyperparameters.{key}`: unknown "
+                             f"hyper-parameter of {method}; known: {', '.join(sorted(known))}")
+
+
+def check_reward(method: str, spec: dict, overrides: dict | None) -> None:
+    """The method's reward accepts its `reward_params` (built once now: a typo fails here, not after
+    the queue, in the job's first reward call)."""
+    if "reward" not in spec:
+        return
+    # `uncertainty` is the GRPO reward wrapper's own (adaptation/grpo.py GroupReward: DARE's normalisation)
+    params = {k: v for k, v in spec["reward_params"].items() if k != "uncertainty"}
+    try:
+        get_reward(spec["reward"], **params)
+    except (KeyError, TypeError) as err:
+        key = (f"adaptation.method_overrides.{method}.reward_params" if "reward_params" in (overrides or {})
+               else f"methods (preset {method})")
+        raise ValueError(f"config key `{key}`: {err.args[0]}; reward {spec['reward']!r} takes "
+                         f"{', '.join(reward_parameters(spec['reward'])) or 'no parameters'}") from None
+
+
 def resolved_methods(config: dict, methods: list[str]) -> dict[str, dict]:
     """Each adapting method's preset with the config's per-task hyper-parameters and per-method
-    overrides applied."""
+    overrides applied, its reward built once."""
+    check_hyperparameter_keys(config)
     adaptation = config["adaptation"]
     specs = {}
     for method in methods:
         layer = {"rollout_backend": adaptation["rollout_backend"],
                  **adaptation["hyperparameters"].get(method_task(method), {})}
+        overrides = adaptation["method_overrides"].get(method)
         try:
-            specs[method] = resolve_method(method, layer, adaptation["method_overrides"].get(method))
+            specs[method] = resolve_method(method, layer, overrides)
         except KeyError as err:
-            raise ValueError(err.args[0]) from None
+            raise ValueError(f"config key `adaptation.method_overrides.{method}`: {err.args[0]}") from None
+        check_reward(method, specs[method], overrides)
     return specs
+
+
+def check_methods_fit(plan) -> None:
+    """A method that fits none of its block's adaptation datasets would be dropped without a word
+    (VR-TTRL in a block of MCQ datasets)."""
+    for key, block in plan.blocks:
+        trains = block.get("datasets", []) + [pair[0] for pair in block.get("cross", [])]
+        for method in block["methods"]:
+            if method != "zero-shot" and trains and not any(plan.fits(method, d) for d in trains):
+                raise ValueError(
+                    f"config key `{key + '.' if key else ''}methods`: {method} adapts on {method_task(method)} "
+                    f"datasets and none of {', '.join(sorted(set(trains)))} is one, so it would run nowhere; "
+                    "remove it or add a dataset of its task"
+                )
+
+
+def check_slurm(environ, gpu_limit: int | None, most: int) -> None:
+    """A SLURM run (profiles/slurm) asks for what the plan says: its variables are set, and no global
+    `gpu` limit caps a job's GPUs or holds the cluster to one GPU job at a time. profiles/default sets
+    gpu=1 for local runs; Snakemake applies it beside a profile given with --profile. `most`: the
+    GPUs of the config's largest job (resources.largest_gpu_request)."""
+    for name, what in SLURM_VARIABLES.items():
+        if name not in environ:
+            raise ValueError(f"environment variable {name} is unset: profiles/slurm submits {what} as ${name}; "
+                             f"export {name}=... before snakemake (README, Running on SLURM)")
+    if gpu_limit is None:
+        return
+    if gpu_limit == 1 or gpu_limit < most:
+        raise ValueError(
+            f"a global resource limit gpu={gpu_limit} on SLURM would cap each job at {gpu_limit} GPU(s) (this config's "
+            f"largest job asks for {most}) and run {gpu_limit} GPU(s) of jobs at a time. profiles/default's local "
+            "limit is gpu=1, and Snakemake applies it when the SLURM profile is given with --profile: use "
+            "`--workflow-profile profiles/slurm` (it replaces profiles/default); to cap a cluster run on purpose, "
+            f"`--resources gpu=N` with N >= {max(most, 2)}"
+        )
 
 
 def split_size(plan, dataset: str) -> int | None:
@@ -123,6 +202,7 @@ def check_sources(plan) -> None:
 
 
 def run_all(plan) -> None:
-    """The checks that read the file system or the network (the plan's constructor ran the rest)."""
+    """The checks the plan's constructor did not run (those of the grid, the file system, the network)."""
+    check_methods_fit(plan)
     check_sample_counts(plan)
     check_sources(plan)

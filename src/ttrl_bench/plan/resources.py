@@ -54,3 +54,8 @@ def job_request(plan: Plan, job: Job) -> Request:
     if job.rule == "convert_model":
         return Request(0, mem_mb, 60)
     raise ValueError(f"no resource request for rule {job.rule!r}")
+
+
+def largest_gpu_request(plan: Plan) -> int:
+    """The most GPUs one job of the plan asks for."""
+    return max((job_request(plan, job).gpus for job in plan.jobs()), default=0)
