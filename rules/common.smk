@@ -14,8 +14,9 @@ sys.path.insert(0, SRC)
 
 from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.plan import Job, Plan, checks, job_request, validated
-from ttrl_bench.plan.resources import largest_gpu_request
 from ttrl_bench.plan.grid import BUILD_FAMILY, DEMO_DATASETS
+from ttrl_bench.plan.resources import largest_gpu_request
+from ttrl_bench.plan.results_tree import check_results_tree, claim_results_tree, config_files
 from ttrl_bench.results.paper_tables import PAPER_TABLES
 from ttrl_bench.runs.launch import launcher, machine_has_gpu
 
@@ -41,6 +42,16 @@ def slurm_profile():
 if workflow.is_main_process and slurm_profile():
     checks.check_slurm(os.environ, workflow.global_resources.get("gpu").value, largest_gpu_request(PLAN))
 
+# One results tree per config (plan/results_tree.py): another config's run here stops before any job.
+CONFIG_FILES = config_files(workflow.overwrite_configfiles, workflow.config_settings.replace_workflow_config)
+if workflow.is_main_process:
+    check_results_tree(PLAN.results, CONFIG_FILES)
+
+
+onstart:
+    claim_results_tree(PLAN.results, CONFIG_FILES)
+
+
 MODELS = PLAN.models
 SEEDS = config["seeds"]
 N_ADAPT = config["adaptation"]["n_samples"]
@@ -64,29 +75,8 @@ wildcard_constraints:
     seed=r"\d+",
 
 
-def eval_dirs():
-    return PLAN.eval_dirs()
-
-
-def adapt_dirs():
-    return PLAN.adapt_dirs()
-
-
-def data_dirs():
-    return PLAN.data_dirs()
-
-
 def get_final_output():
-    return [
-        "results/benchmark.duckdb",
-        "results/tables/ttrv_table1_layout.md",
-        "results/tables/fidelity.md",
-        "results/figures/accuracy.png",
-        "results/figures/training_curves.png",
-        "results/figures/cross_dataset.png",
-        "results/figures/step_costs.png",
-        "results/audit/reward_audit.png",
-    ]
+    return PLAN.final_outputs()
 
 
 def get_model_source(wildcards):
@@ -137,11 +127,9 @@ def get_eval_flags(wildcards):
 
 
 def gpu_jobs_on_cpu():
-    """A local run on a machine without a GPU runs the GPU rules on its cores: their `gpu` resource
-    would hold them to one at a time (profiles/default: gpu=1) for a GPU that is not there, so it is 0
-    and jobs share the cores (each pins its own threads: cli.pin_numerics). Cluster jobs always ask.
-    Asked per job, not at parse time: Snakemake knows its executor only once it runs the workflow;
-    a SLURM dry run shows what the jobs will ask for."""
+    """Without a GPU, a local run's GPU jobs ask for none (profiles/default's gpu=1 would hold them to
+    one at a time) and share the cores, each pinning its threads (cli.pin_numerics). Cluster jobs, and
+    a SLURM dry run, ask. Asked per job: Snakemake knows its executor only once it runs the workflow."""
     return workflow.local_exec and not machine_has_gpu() and not slurm_profile()
 
 

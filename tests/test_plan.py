@@ -10,6 +10,7 @@ import yaml
 from ttrl_bench.plan import Job, Plan, Request, checks, job_request, load_config, validated
 from ttrl_bench.plan.config import merge
 from ttrl_bench.plan.resources import largest_gpu_request
+from ttrl_bench.plan.results_tree import check_results_tree, claim_results_tree, config_files
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -223,3 +224,25 @@ def test_slurm_runs_that_ask_what_is_planned_pass():
     checks.check_slurm(SLURM_ENV, None, 4)  # --workflow-profile profiles/slurm: no global limit
     checks.check_slurm(SLURM_ENV, 8, 4)  # a deliberate cap of 8 GPUs at a time
     assert largest_gpu_request(paper("ttrv.yaml")) == 4  # InternVL3-8B
+
+
+# --- one results tree per config (issue 26 point 5) ------------------------------------------------
+
+
+def test_results_of_another_config_are_never_overwritten(tmp_path):
+    """The demo ran here; a dry run of config/ttrv.yaml in the same directory would have replaced
+    its store, tables and figures ("params have changed" of ingest_results): it stops, naming both
+    configs and the command that runs the paper config in its own directory."""
+    demo = config_files([], replaced=False)
+    ttrv = config_files([tmp_path / "config/ttrv.yaml", "extra.yaml"], replaced=True)
+    assert demo == ["config/config.yaml"] and ttrv == ["config/ttrv.yaml", "extra.yaml"]  # relative to the workdir
+    check_results_tree("results", ttrv)  # a fresh tree belongs to no config yet
+    claim_results_tree("results", demo)
+    claim_results_tree("results", ttrv)  # the first run's claim stays
+    check_results_tree("results", demo)  # the same config again: resumed, rerun
+    check_results_tree("results", config_files(["./config/../config/config.yaml"], replaced=True))  # the same file
+    with pytest.raises(ValueError) as err:
+        check_results_tree("results", ttrv)
+    assert str(err.value).startswith("results/ holds the results of config config/config.yaml (results/config_files.json)")
+    assert ("snakemake --directory runs/<name> --configfile config/ttrv.yaml --configfile extra.yaml "
+            "--replace-workflow-config") in str(err.value)

@@ -96,6 +96,7 @@ def test_demo_produces_store_tables_and_figures(demo_run):
         ["zero-shot", "demo-digits", "accuracy", 577],
     ]
     assert query(db, "SELECT min(value) >= 0 AND max(value) <= 100 AS ok FROM runs")["ok"][0]
+    assert json.loads((demo_run / "results/config_files.json").read_text()) == {"config_files": ["config/config.yaml"]}
     assert query(db, "SELECT count(*) AS n FROM predictions")["n"][0] == 6 * 577 + 2 * 8
     assert query(db, "SELECT count(DISTINCT metric) AS n FROM metrics")["n"][0] == 5
     # 5 MCQ methods x 4 epochs x 20 prompts (one per step) + VR-TTRL 8 samples x 2 rounds
@@ -156,8 +157,16 @@ def test_every_other_method_runs_end_to_end_on_the_cpu(demo_run, tmp_path):
     supervised GRPO, T3RL, VR-TTRL's Appendix C baselines and Table 11's offline variant each run
     once, and each has its row in the rendered layout tables."""
     demo_run, _ = demo_run
+    # not in the demo's results tree: its store, tables and figures are the demo's (issue 26 point 5)
+    refused = _snakemake(demo_run, "-n", "--configfile", "config/cpu-methods.yaml", "--replace-workflow-config", check=False)
+    assert refused.returncode != 0
+    assert "results/ holds the results of config config/config.yaml" in refused.stdout + refused.stderr
+    # a directory of its own, with the demo's model and prepared data copied (times kept: up to date)
     work = tmp_path / "cpu methods"
-    shutil.copytree(demo_run, work)
+    work.mkdir()
+    _copy_workflow(work)
+    for shared in ("results/models", "results/data"):
+        shutil.copytree(demo_run / shared, work / shared)
     result = _snakemake(work, "--cores", "2", "--configfile", "config/cpu-methods.yaml", "--replace-workflow-config")
     assert "rule build_demo_model" not in result.stdout  # the demo's model, not a new one
     db = work / "results" / "benchmark.duckdb"

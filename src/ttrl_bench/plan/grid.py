@@ -161,6 +161,13 @@ class Plan:
                          f"--n-samples {per_task['n_samples']} --pass-k {','.join(map(str, per_task['pass_k']))}")
         return " ".join(flags)
 
+    def final_outputs(self) -> list[str]:
+        """What `snakemake` builds by default: the store, the tables, the figures, the reward audit."""
+        tables = [f"{self.results}/tables/{name}.md" for name in ("ttrv_table1_layout", "fidelity")]
+        figures = [f"{self.results}/figures/{name}.png"
+                   for name in ("accuracy", "training_curves", "cross_dataset", "step_costs")]
+        return [f"{self.results}/benchmark.duckdb", *tables, *figures, f"{self.results}/audit/reward_audit.png"]
+
     def job_counts(self) -> dict[str, int]:
         """Jobs per rule, as Snakemake's dry run counts them on a fresh results tree."""
         counts = {"prepare_data": len(self.datasets)}
