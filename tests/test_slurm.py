@@ -44,7 +44,7 @@ def test_demo_runs_through_the_slurm_profile(tmp_path):
             result = _snakemake(
                 work, "--workflow-profile", "profiles/slurm", "--configfile", "small.yaml", "--verbose",
                 "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
-                "--slurm-no-account",
+                "--slurm-no-account", "results/benchmark.duckdb",  # the store: no tables, figures or audit
             )
         finally:
             for key in ("SLURM_CONF", "TTRL_SLURM_PARTITION", "TTRL_SLURM_ACCOUNT"):

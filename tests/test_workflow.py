@@ -167,7 +167,8 @@ def test_every_other_method_runs_end_to_end_on_the_cpu(demo_run, tmp_path):
     _copy_workflow(work)
     for shared in ("results/models", "results/data"):
         shutil.copytree(demo_run / shared, work / shared)
-    result = _snakemake(work, "--cores", "2", "--configfile", "config/cpu-methods.yaml", "--replace-workflow-config")
+    result = _snakemake(work, "--cores", "2", "--configfile", "config/cpu-methods.yaml", "--replace-workflow-config",
+                        "results/tables/ttrv_table1_layout.md")  # the store and the tables: no figures, no audit
     assert "rule build_demo_model" not in result.stdout  # the demo's model, not a new one
     db = work / "results" / "benchmark.duckdb"
     runs = query(db, "SELECT method, train_dataset, target_dataset FROM runs ORDER BY method, target_dataset")
@@ -195,16 +196,19 @@ def test_every_other_method_runs_end_to_end_on_the_cpu(demo_run, tmp_path):
 
 
 @pytest.mark.workflow
-def test_same_table_whatever_the_thread_settings(demo_run, tmp_path):
-    """Issue 16: the demo again with every torch job under another OMP_NUM_THREADS (the demo run
-    gives build_demo_model 2 threads, adaptation and evaluation 1; here the other way round) gives
-    the same table byte for byte: jobs pin their own thread count (cli.pin_numerics)."""
+def test_same_predictions_whatever_the_thread_settings(demo_run, tmp_path):
+    """Issue 16: the demo's model, a TTRV adaptation and its evaluation, and VR-TTRL per sample again
+    with every torch job under another OMP_NUM_THREADS (the demo run gives build_demo_model 2 threads,
+    adaptation and evaluation 1; here the other way round) give the same predictions byte for byte:
+    jobs pin their own thread count (cli.pin_numerics). One job of each rule, not the whole demo."""
     demo_run, _ = demo_run
     work = _copy_workflow(tmp_path)
+    runs = ["demo/ttrv/demo-digits/demo-digits", "demo/vr-ttrl/demo-digit-scenes/demo-digit-scenes"]
+    targets = [f"results/eval/{run}/n20_random/seed0/predictions.parquet" for run in runs]
     _snakemake(work, "--cores", "2", "--workflow-profile", "profiles/default", "--set-threads",
-               "build_demo_model=1", "adapt=2", "adapt_per_sample=2", "evaluate=2")
-    name = "results/tables/ttrv_table1_layout.md"
-    assert (work / name).read_bytes() == (demo_run / name).read_bytes()
+               "build_demo_model=1", "adapt=2", "adapt_per_sample=2", "evaluate=2", *targets)
+    for name in targets:
+        assert (work / name).read_bytes() == (demo_run / name).read_bytes(), name
 
 
 @pytest.mark.workflow
