@@ -205,8 +205,8 @@ def test_same_predictions_whatever_the_thread_settings(demo_run, tmp_path):
     work = _copy_workflow(tmp_path)
     runs = ["demo/ttrv/demo-digits/demo-digits", "demo/vr-ttrl/demo-digit-scenes/demo-digit-scenes"]
     targets = [f"results/eval/{run}/n20_random/seed0/predictions.parquet" for run in runs]
-    _snakemake(work, "--cores", "2", "--workflow-profile", "profiles/default", "--set-threads",
-               "build_demo_model=1", "adapt=2", "adapt_per_sample=2", "evaluate=2", *targets)
+    _snakemake(work, *targets, "--cores", "2", "--workflow-profile", "profiles/default", "--set-threads",
+               "build_demo_model=1", "adapt=2", "adapt_per_sample=2", "evaluate=2")
     for name in targets:
         assert (work / name).read_bytes() == (demo_run / name).read_bytes(), name
 
