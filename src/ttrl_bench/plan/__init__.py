@@ -4,8 +4,9 @@
 same logic as functions (no Snakemake).
 """
 
+from . import checks
 from .config import load_config, validated
 from .grid import Job, Plan, Run
 from .resources import Request, job_request
 
-__all__ = ["Job", "Plan", "Request", "Run", "job_request", "load_config", "validated"]
+__all__ = ["checks", "Job", "Plan", "Request", "Run", "job_request", "load_config", "validated"]
