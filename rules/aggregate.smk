@@ -7,16 +7,16 @@ localrules:
 
 rule ingest_results:
     input:
-        metrics=[f"{d}/metrics.json" for d in eval_dirs()],
-        train_logs=[f"{d}/train_log.parquet" for d in adapt_dirs()],
-        prep=[f"{d}/prep_stats.json" for d in data_dirs()],
+        metrics=[f"{d}/metrics.json" for d in PLAN.eval_dirs()],
+        train_logs=[f"{d}/train_log.parquet" for d in PLAN.adapt_dirs()],
+        prep=[f"{d}/prep_stats.json" for d in PLAN.data_dirs()],
     output:
         "results/benchmark.duckdb",
     params:
         cli=TTRL_BENCH,
-        eval_dirs=eval_dirs(),
-        adapt_dirs=adapt_dirs(),
-        data_dirs=data_dirs(),
+        eval_dirs=PLAN.eval_dirs(),
+        adapt_dirs=PLAN.adapt_dirs(),
+        data_dirs=PLAN.data_dirs(),
         # read as they are: every job that writes one is upstream of the metrics above
         benchmarks="results/benchmarks",
     log:
