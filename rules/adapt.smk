@@ -17,11 +17,11 @@ rule adapt:
         "results/benchmarks/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}.tsv"
     wildcard_constraints:
         method=one_of(GRPO_METHODS) or "(?!)",
-    threads: 1
+    threads: get_resource("adapt", "threads")
     resources:
-        gpu=get_gpu_slots,
-        mem_mb=get_adapt_mem_mb,
-        runtime=get_adapt_runtime,
+        gpu=get_resource("adapt", "gpu"),
+        mem_mb=get_resource("adapt", "mem_mb"),
+        runtime=get_resource("adapt", "runtime"),
     conda:
         "../envs/gpu.yaml"
     shell:
@@ -54,11 +54,11 @@ rule adapt_per_sample:
         "results/benchmarks/adapt_per_sample/{model}/{method}/{dataset}/{protocol}/seed{seed}.tsv"
     wildcard_constraints:
         method=one_of(PER_SAMPLE) or "(?!)",
-    threads: 1
+    threads: get_resource("adapt_per_sample", "threads")
     resources:
-        gpu=get_gpu_slots,
-        mem_mb=get_adapt_mem_mb,
-        runtime=get_adapt_runtime,
+        gpu=get_resource("adapt_per_sample", "gpu"),
+        mem_mb=get_resource("adapt_per_sample", "mem_mb"),
+        runtime=get_resource("adapt_per_sample", "runtime"),
     conda:
         "../envs/gpu.yaml"
     shell:

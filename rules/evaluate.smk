@@ -20,11 +20,11 @@ rule evaluate:
         "results/benchmarks/evaluate/{model}/{method}/{train}/{target}/{protocol}/seed{seed}.tsv"
     wildcard_constraints:
         method=one_of(["zero-shot"] + GRPO_METHODS),
-    threads: 1
+    threads: get_resource("evaluate", "threads")
     resources:
-        gpu=get_eval_gpu_slots,
-        mem_mb=get_gpu_mem_mb,
-        runtime=get_eval_runtime,
+        gpu=get_resource("evaluate", "gpu"),
+        mem_mb=get_resource("evaluate", "mem_mb"),
+        runtime=get_resource("evaluate", "runtime"),
     conda:
         "../envs/gpu.yaml"
     shell:

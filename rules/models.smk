@@ -35,8 +35,8 @@ rule convert_model:
         "results/benchmarks/convert_model/{model}.tsv"
     threads: 1
     resources:
-        mem_mb=get_gpu_mem_mb,  # the bf16 weights are held on the host while they are renamed and written
-        runtime=60,
+        mem_mb=get_resource("convert_model", "mem_mb"),  # the bf16 weights are held on the host
+        runtime=get_resource("convert_model", "runtime"),
     conda:
         "../envs/cpu.yaml"
     shell:

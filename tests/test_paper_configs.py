@@ -1,5 +1,7 @@
-"""Dry runs of the full-paper configs: the jobs each paper implies, counted by hand below; the
-README's job counts are these dry runs' totals (`python tests/test_paper_configs.py` rewrites them)."""
+"""The plans of the full-paper configs: the jobs each paper implies, counted by hand below; the
+README's job counts are these plans' totals (`python tests/test_paper_configs.py` rewrites them).
+The plan is the library's (ttrl_bench.plan); one Snakemake dry run checks that the workflow runs
+exactly the planned jobs."""
 
 import os
 import re
@@ -8,8 +10,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from test_workflow import REPO, _copy_workflow, _snakemake
+from ttrl_bench.plan import Plan, checks, validated
+from ttrl_bench.plan.config import merge
 
 # "165<!-- job count: ttrv -->": a number in README.md and the case of CASES it is the total of
 README_COUNT = re.compile(r"(\d+)(<!-- job count: ([\w.+-]+) -->)")
@@ -77,6 +82,15 @@ def _job_counts(stdout: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
 
 
+def _planned(case: str) -> dict[str, int]:
+    """Jobs per rule of a case's plan, on a fresh results tree."""
+    config, extra, _ = CASES[case]
+    merged = merge(yaml.safe_load((REPO / config).read_text()), yaml.safe_load(extra or "{}"))
+    plan = Plan(validated(merged))
+    checks.check_methods_fit(plan)  # every method of every block runs somewhere
+    return plan.job_counts()
+
+
 def _dry_run(case: str, work: Path) -> dict[str, int]:
     config, extra, _ = CASES[case]
     files = [config]
@@ -87,18 +101,24 @@ def _dry_run(case: str, work: Path) -> dict[str, int]:
 
 
 @pytest.fixture(autouse=True)
-def offline_hub(monkeypatch):
-    """The papers' models are Hub ids and this machine is offline: HF_HUB_OFFLINE=1 (README) says
-    to take them from the Hugging Face cache instead of probing the Hub in the dry run."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+def fresh_tree(tmp_path, monkeypatch):
+    """Plans read prepared datasets' sizes relative to the working directory: a fresh one."""
+    monkeypatch.chdir(tmp_path)
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_dry_run_job_counts(case, tmp_path):
-    counts = _dry_run(case, _copy_workflow(tmp_path))
+def test_planned_job_counts(case):
+    counts = _planned(case)
     assert counts == {**CASES[case][2], **AGGREGATE}
     readme = {name: int(n) for n, _, name in README_COUNT.findall((REPO / "README.md").read_text())}
     assert readme.get(case, sum(counts.values())) == sum(counts.values()), "run: python tests/test_paper_configs.py"
+
+
+def test_snakemake_runs_the_planned_jobs(tmp_path, monkeypatch):
+    """The richest case (conversion, protocols, seeds, cross pairs): Snakemake's dry run, offline
+    (HF_HUB_OFFLINE=1, README: models from the Hugging Face cache, no Hub probe), has the plan's jobs."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert _dry_run("ttrv+experiments", _copy_workflow(tmp_path)) == _planned("ttrv+experiments")
 
 
 def test_readme_job_counts_name_known_cases():
@@ -106,21 +126,11 @@ def test_readme_job_counts_name_known_cases():
     assert names and set(names) <= set(CASES)
 
 
-def test_paper_config_merged_into_the_demo_is_refused(tmp_path):
-    result = _snakemake(_copy_workflow(tmp_path), "-n", "--configfile", "config/ttrv.yaml", check=False)
-    assert result.returncode != 0
-    assert "--replace-workflow-config" in result.stdout + result.stderr
-
-
-if __name__ == "__main__":  # rewrite README.md's job counts from the configs' dry runs
-    os.environ["HF_HUB_OFFLINE"] = "1"
+if __name__ == "__main__":  # rewrite README.md's job counts from the configs' plans
     readme = REPO / "README.md"
     text = readme.read_text()
     with tempfile.TemporaryDirectory() as tmp:
-        totals = {}
-        for name in sorted({name for _, _, name in README_COUNT.findall(text)}):
-            work = Path(tmp) / name
-            work.mkdir()
-            totals[name] = sum(_dry_run(name, _copy_workflow(work)).values())
+        os.chdir(tmp)  # a fresh results tree
+        totals = {name: sum(_planned(name).values()) for name in sorted({n for _, _, n in README_COUNT.findall(text)})}
     readme.write_text(README_COUNT.sub(lambda m: f"{totals[m.group(3)]}{m.group(2)}", text))
     print(totals, file=sys.stderr)

@@ -63,3 +63,74 @@ def test_demo_runs_through_the_slurm_profile(tmp_path):
     assert not any("rule_ingest_results" in line for line in sbatch)  # a localrule
     runs = query(work / "results/benchmark.duckdb", "SELECT method, n FROM runs ORDER BY method")
     assert runs.values.tolist() == [["ttrv", 64], ["zero-shot", 64]]
+
+
+# --- what a cluster run asks for, without a cluster: a stub `sbatch` that records its arguments ----
+
+STUB_SBATCH = """#!/bin/sh
+echo "$@" >> "{log}"
+echo "stub sbatch: recorded, not submitted" >&2
+exit 1
+"""
+STUB_SACCTMGR = "#!/bin/sh\necho acct\n"  # the plugin validates the account against this list
+# An 8B model (a Hub id, taken from the Hugging Face cache: HF_HUB_OFFLINE=1) adapting on the
+# bundled digits, already prepared: its adaptation is the first job, 4 GPUs by the plan
+EIGHT_B = """\
+datasets: [demo-digits]
+methods: [ttrv]
+models:
+  big: {source: org/eight-b-model, params_b: 8}
+"""
+
+
+def _stub_cluster(tmp_path):
+    work = _copy_workflow(tmp_path / "work")
+    (work / "big.yaml").write_text(EIGHT_B)
+    data = work / "results/data/demo-digits"
+    data.mkdir(parents=True)
+    (data / "manifest.parquet").write_bytes(b"")
+    (data / "prep_stats.json").write_text('{"splits": {"test": 597}}')
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text(STUB_SBATCH.format(log=tmp_path / "sbatch.log"))
+    (bin_dir / "sacctmgr").write_text(STUB_SACCTMGR)
+    for stub in ("sbatch", "sacctmgr"):
+        (bin_dir / stub).chmod(0o755)
+    return work, bin_dir
+
+
+@pytest.fixture
+def stub_cluster(tmp_path, monkeypatch):
+    (tmp_path / "work").mkdir()
+    work, bin_dir = _stub_cluster(tmp_path)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TTRL_SLURM_PARTITION", "gpu")
+    monkeypatch.setenv("TTRL_SLURM_ACCOUNT", "acct")
+    return work
+
+
+CONFIG = ("--configfile", "big.yaml", "--replace-workflow-config")
+ADAPTATION = "results/adapt/big/ttrv/demo-digits/n20_random/seed0/run.json"  # the target: that job alone
+NO_WAITING = ("--retries", "0", "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "1")
+
+
+def test_an_8b_job_asks_slurm_for_its_gpus(stub_cluster, tmp_path):
+    """Issue 26 point 1 and issue 24: the dry run shows the request (4 GPUs, 8 GB + 8B x 4 processes
+    x 4 bytes of host memory, 30 + 10 x 8 minutes), and sbatch receives exactly that."""
+    dry = _snakemake(stub_cluster, "-n", "--workflow-profile", "profiles/slurm", *CONFIG, ADAPTATION).stdout
+    adapt = dry[dry.index("rule adapt:"):].split("\n\n")[0]
+    assert "gpu=4" in adapt and "mem_mb=136000" in adapt and "runtime=110" in adapt, adapt
+    _snakemake(stub_cluster, "--workflow-profile", "profiles/slurm", *CONFIG, ADAPTATION, *NO_WAITING, check=False)
+    calls = (tmp_path / "sbatch.log").read_text().splitlines()
+    adapt = [call for call in calls if "rule_adapt" in call]
+    assert adapt and all(f in adapt[0] for f in ("--gpus=4", "--cpus-per-gpu=8", "--mem 136000", "-t 110")), calls
+
+
+def test_the_slurm_profile_given_as_profile_stops_naming_the_flag(stub_cluster, tmp_path):
+    """`--profile profiles/slurm` also applies profiles/default (gpu=1): it would submit the 8B job
+    with one GPU; instead nothing is submitted and the message names the right flag."""
+    result = _snakemake(stub_cluster, "--profile", "profiles/slurm", *CONFIG, ADAPTATION, check=False)
+    assert result.returncode != 0
+    assert "use `--workflow-profile profiles/slurm`" in result.stdout + result.stderr
+    assert not (tmp_path / "sbatch.log").exists()

@@ -350,6 +350,12 @@ OPTIONAL_HYPERPARAMETERS = {
 }
 
 
+def task_hyperparameters(task: str) -> set[str]:
+    """The keys of config `adaptation.hyperparameters.<task>`: those of every preset of the task."""
+    return set().union(*(set(p["hyperparameters"]) for p in PRESETS.values()
+                         if p and method_task_of(p) == task)) | OPTIONAL_HYPERPARAMETERS
+
+
 def resolve_method(name: str, hyperparameters: dict | None = None, overrides: dict | None = None) -> dict | None:
     """The preset for `name` with config overrides applied; None for methods without adaptation."""
     if name not in PRESETS:
@@ -360,11 +366,9 @@ def resolve_method(name: str, hyperparameters: dict | None = None, overrides: di
     # The config's per-task layer sets keys for every method of a task; a key some of them lack (the
     # rollouts of VR-TTRL beside Tent, which has none) applies where it is used. A key no method of
     # the task knows, or one a method's own overrides name and it lacks, is an error (a typo).
-    task = method_task(name)
     known = set(preset["hyperparameters"]) | OPTIONAL_HYPERPARAMETERS
     layer = hyperparameters or {}
-    unknown = set(layer) - set().union(*(set(p["hyperparameters"]) for p in PRESETS.values()
-                                         if p and method_task_of(p) == task)) - OPTIONAL_HYPERPARAMETERS
+    unknown = set(layer) - task_hyperparameters(method_task(name))
     own = (overrides or {}).get("hyperparameters", {})
     unknown |= set(own) - known
     if unknown:

@@ -10,6 +10,7 @@ The training log and the reward audit report them.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -111,6 +112,11 @@ _FACTORIES: dict[str, Callable[..., Reward]] = {
 }
 
 REWARD_NAMES = tuple(_FACTORIES)
+
+
+def reward_parameters(name: str) -> list[str]:
+    """The `reward_params` a reward accepts."""
+    return list(inspect.signature(_FACTORIES[name]).parameters)
 
 
 def get_reward(name: str, **params) -> Reward:

@@ -1,0 +1,68 @@
+"""A config as the workflow sees it: YAML files merged as Snakemake merges them, validated against
+workflow/schemas/config.schema.yaml with its defaults filled in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+DEFAULT_CONFIG = REPO / "config" / "config.yaml"
+
+
+def _with_defaults(validator_class):
+    """The validator that also fills in each property's `default` (jsonschema's FAQ recipe, as
+    snakemake.utils.validate does)."""
+    properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, props, instance, schema):
+        if isinstance(instance, dict):
+            for name, sub in props.items():
+                if "default" in sub:
+                    instance.setdefault(name, sub["default"])
+        yield from properties(validator, props, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+def schema_error(error: jsonschema.ValidationError) -> str:
+    """The schema's error in one line, the offending key first (Snakemake's own message prints it
+    after the whole schema)."""
+    path = [str(part) for part in error.absolute_path]
+    if error.validator == "additionalProperties":  # the unknown key itself, not its parent
+        unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return (f"config key `{'.'.join(path + unknown[:1])}`: unknown key "
+                "(every key is in workflow/schemas/config.schema.yaml)")
+    return f"config key `{'.'.join(path) or '(top level)'}`: {error.message}"
+
+
+def validated(config: dict, schema_path: Path = SCHEMA) -> dict:
+    """`config` checked against the schema, its defaults filled in (in place); ValueError naming
+    the key of the most relevant error."""
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(config))
+    if error is not None:
+        raise ValueError(schema_error(error))
+    return config
+
+
+def merge(base: dict, update: dict) -> dict:
+    """`update` merged into `base` key by key, as Snakemake merges a --configfile into the
+    workflow's configfile (nested dicts merge, anything else is replaced)."""
+    out = dict(base)
+    for key, value in update.items():
+        out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def load_config(*paths: str | Path, replace: bool = True) -> dict:
+    """The validated config of these files merged in order; `replace=False` merges them into
+    config/config.yaml as `snakemake --configfile` does without --replace-workflow-config."""
+    config: dict = {} if replace else yaml.safe_load(DEFAULT_CONFIG.read_text())
+    for path in paths:
+        config = merge(config, yaml.safe_load(Path(path).read_text()) or {})
+    return validated(config)

@@ -1,0 +1,184 @@
+"""The job grid of a config: every evaluation run (models x methods x datasets x seeds of the main
+grid plus every enabled experiment, e.g. TTRV Table 3), the adaptations they need, and each job's
+resolved settings (the method preset with the config's overrides, the evaluation options)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..adaptation.presets import METHOD_NAMES, is_per_sample, method_task, resolve_method
+from ..datasets.registry import REGISTRY
+from ..evaluation.tasks import task_for
+from . import checks
+
+BUILD_FAMILY = {"tiny-qwen2.5-vl": "qwen2_5_vl", "tiny-internvl": "internvl"}  # models.<name>.build
+DEMO_DATASETS = ["demo-digits", "demo-digit-scenes"]  # what build_demo_model trains on
+
+
+class Run(NamedTuple):
+    """One evaluation: zero-shot rows have train "none"; a `cross` pair adapts on train and
+    evaluates on target (TTRV Table 12)."""
+
+    model: str
+    method: str
+    train: str
+    target: str
+    protocol: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class Job:
+    """One GPU job of the workflow, named by its rule and wildcards (`dataset` of an adaptation
+    is the train set; `target` only for evaluations)."""
+
+    rule: str
+    model: str
+    method: str | None = None
+    dataset: str | None = None
+    target: str | None = None
+    protocol: str | None = None
+    seed: int | None = None
+
+    @classmethod
+    def of(cls, rule: str, wildcards) -> "Job":
+        """The job of a rule from Snakemake's wildcards (any mapping-like with attributes)."""
+        get = lambda name: getattr(wildcards, name, None)  # noqa: E731
+        return cls(rule, get("model"), get("method"), get("dataset") or get("train"), get("target"),
+                   get("protocol"), None if get("seed") is None else int(get("seed")))
+
+
+def protocol_name(n_samples, sampling: str) -> str:
+    """The adaptation-set protocol as a path level: n<samples>_<sampling>, e.g. n20_random."""
+    return f"n{n_samples}_{sampling}"
+
+
+class Plan:
+    """Everything the workflow decides from a validated config (plan.config.validated) before any
+    job: constructing it runs the checks that need no file system (names, methods); checks.run_all
+    runs the rest."""
+
+    def __init__(self, config: dict, results: str = "results"):
+        self.config, self.results = config, results
+        self.models = {name: dict(m) for name, m in config["models"].items()}
+        for name, model in self.models.items():  # rule convert_model writes a converted model's source
+            if "convert_from" in model:
+                model["source"] = f"{results}/models/converted/{name}"
+        self.seeds = config["seeds"]
+        self.n_adapt = config["adaptation"]["n_samples"]
+        self.sampling = config["adaptation"]["sampling"]
+        self.experiments = {name: e for name, e in config["experiments"].items() if e["enabled"]}
+        main_models = [name for name, m in self.models.items() if m.get("main_grid", True)]
+        # the main grid first: checks name its keys `adaptation.*`, the experiments' `experiments.<name>.*`
+        self.blocks = [("", {"models": main_models, "methods": config["methods"], "datasets": config["datasets"]})]
+        self.blocks += [(f"experiments.{name}", e) for name, e in self.experiments.items()]
+        checks.check_names(config, self.models)
+        self.datasets = sorted({d for _, b in self.blocks for d in b.get("datasets", []) + _cross_datasets(b)})
+        self.task = {d: task_for(d).family for d in self.datasets}
+        # The config section of a dataset's evaluation options: its task family's, or `evaluation.math`
+        # for the math task (ECHO), which votes like MCQ but is scored by sampled pass@k
+        self.section = {d: "math" if REGISTRY[d].task == "math" else self.task[d] for d in self.datasets}
+        checks.check_demo_model_alone(self.models, self.datasets)
+        self.adapting = sorted({m for _, b in self.blocks for m in b["methods"] if m != "zero-shot"})
+        # every method resolved now so a wrong hyper-parameter stops the run before any job
+        self.method_specs = checks.resolved_methods(config, self.adapting)
+        self.per_sample = [m for m in self.adapting if is_per_sample(m)]
+        self.grpo_methods = [m for m in self.adapting if not is_per_sample(m)]
+        self.runs = self._run_grid()
+
+    # --- the grid ---------------------------------------------------------------------------
+
+    def fits(self, method: str, dataset: str) -> bool:
+        """A method's answers fit the dataset's task (MCQ rewards vote on letters, VR-TTRL on boxes)."""
+        return method != "zero-shot" and method_task(method) == self.task[dataset]
+
+    def protocol(self, block: dict) -> str:
+        return protocol_name(block.get("n_samples", self.n_adapt), block.get("sampling", self.sampling))
+
+    @property
+    def main_protocol(self) -> str:
+        return self.protocol({})
+
+    def zero_shot_protocol(self, protocol: str) -> str:
+        """A zero-shot row depends on the protocol only through the excluded adaptation samples:
+        without exclusion every protocol shares the main grid's zero-shot evaluation."""
+        return protocol if self.config["evaluation"]["exclude_adaptation_samples"] else self.main_protocol
+
+    def _run_grid(self) -> list[Run]:
+        runs = set()
+        for _, block in self.blocks:
+            proto = self.protocol(block)
+            pairs = [(d, d) for d in block.get("datasets", [])] + [tuple(p) for p in block.get("cross", [])]
+            for model in block.get("models", list(self.models)):
+                for seed in block.get("seeds", self.seeds):
+                    for train, target in pairs:
+                        if "zero-shot" in block["methods"]:
+                            runs.add(Run(model, "zero-shot", "none", target, self.zero_shot_protocol(proto), seed))
+                        runs.update(Run(model, m, train, target, proto, seed)
+                                    for m in block["methods"] if self.fits(m, train))
+        return sorted(runs)
+
+    def adaptations(self) -> list[tuple[str, str, str, str, int]]:
+        """One adaptation per (model, method, train dataset, protocol, seed), whatever it is evaluated on."""
+        return sorted({(r.model, r.method, r.train, r.protocol, r.seed) for r in self.runs if r.method != "zero-shot"})
+
+    def jobs(self) -> list[Job]:
+        """Every GPU job: adaptations (per-sample ones also predict) and evaluations."""
+        jobs = [Job("adapt_per_sample" if m in self.per_sample else "adapt", model, m, d, None, p, s)
+                for model, m, d, p, s in self.adaptations()]
+        jobs += [Job("evaluate", r.model, r.method, r.train, r.target, r.protocol, r.seed)
+                 for r in self.runs if r.method not in self.per_sample]
+        return jobs
+
+    def eval_dirs(self) -> list[str]:
+        return [f"{self.results}/eval/{r.model}/{r.method}/{r.train}/{r.target}/{r.protocol}/seed{r.seed}" for r in self.runs]
+
+    def adapt_dirs(self) -> list[str]:
+        return [f"{self.results}/adapt/{m}/{method}/{d}/{p}/seed{s}" for m, method, d, p, s in self.adaptations()]
+
+    def data_dirs(self) -> list[str]:
+        return [f"{self.results}/data/{d}" for d in self.datasets]
+
+    # --- each job's settings ----------------------------------------------------------------
+
+    def method_settings(self, method: str) -> dict:
+        """The resolved preset plus the colocated vLLM engine's settings (config `adaptation.vllm`)."""
+        return {**self.method_specs[method], "vllm": self.config["adaptation"]["vllm"]}
+
+    def eval_flags(self, dataset: str) -> str:
+        """`ttrl-bench evaluate` / `adapt-per-sample` options of the dataset's task (config `evaluation.<task>`)."""
+        section = self.section[dataset]
+        per_task = self.config["evaluation"][section]
+        flags = [f"--max-new-tokens {per_task['max_new_tokens']}", f"--eval-samples {per_task['samples']}"]
+        if self.config["evaluation"]["exclude_adaptation_samples"]:
+            flags.append("--exclude-adaptation-samples")
+        for key in ("sam2", "empty_mask_iou", "choice_parser"):
+            if per_task.get(key):
+                flags.append(f"--{key.replace('_', '-')} {per_task[key]}")
+        if section == "math":  # ECHO: pass@k of sampled completions at the validation temperature
+            flags.append(f"--temperature {per_task['temperature']} --top-p {per_task['top_p']} "
+                         f"--n-samples {per_task['n_samples']} --pass-k {','.join(map(str, per_task['pass_k']))}")
+        return " ".join(flags)
+
+    def job_counts(self) -> dict[str, int]:
+        """Jobs per rule, as Snakemake's dry run counts them on a fresh results tree."""
+        counts = {"prepare_data": len(self.datasets)}
+        models = {r.model for r in self.runs}
+        built = [m for m in models if "build" in self.models[m]]
+        if built:
+            counts["prepare_data"] = len(set(self.datasets) | set(DEMO_DATASETS))
+            counts["build_demo_model"] = len(built)
+        converted = [m for m in models if "convert_from" in self.models[m]]
+        if converted:
+            counts["convert_model"] = len(converted)
+        for job in self.jobs():
+            counts[job.rule] = counts.get(job.rule, 0) + 1
+        return {**counts, "ingest_results": 1, "render_tables": 1, "plot_figures": 1, "audit_rewards": 1, "all": 1}
+
+
+def _cross_datasets(block: dict) -> list[str]:
+    return [d for pair in block.get("cross", []) for d in pair]
+
+
+__all__ = ["BUILD_FAMILY", "DEMO_DATASETS", "METHOD_NAMES", "Job", "Plan", "Run", "protocol_name"]

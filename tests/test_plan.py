@@ -1,0 +1,225 @@
+"""The plan of a config as functions (src/ttrl_bench/plan): the job grid, each job's settings and
+request, and the dry-run checks, without Snakemake (tests/test_workflow.py checks that the rules
+use them)."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ttrl_bench.plan import Job, Plan, Request, checks, job_request, load_config, validated
+from ttrl_bench.plan.config import merge
+from ttrl_bench.plan.resources import largest_gpu_request
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def fresh_tree(tmp_path, monkeypatch):
+    """Plans read `results/data/<dataset>/prep_stats.json` relative to the working directory:
+    a fresh one, as before a first run."""
+    monkeypatch.chdir(tmp_path)
+
+
+def demo_with(extra: str = "") -> dict:
+    """config/config.yaml with `extra` merged in, as `snakemake --configfile extra.yaml` does."""
+    base = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    return validated(merge(base, yaml.safe_load(extra) or {}))
+
+
+def paper(name: str) -> Plan:
+    return Plan(load_config(REPO / "config" / name))
+
+
+def test_demo_grid_has_every_run_counted_by_hand():
+    """config/config.yaml: 5 MCQ methods adapt on demo-digits (TRL's GRPO), VR-TTRL on the scenes
+    (per sample, predicting as it goes); zero-shot on both: 7 evaluations, 8 runs in the store."""
+    plan = Plan(demo_with())
+    assert plan.datasets == ["demo-digit-scenes", "demo-digits"]
+    assert [(r.method, r.train, r.target) for r in plan.runs] == [
+        ("dare", "demo-digits", "demo-digits"),
+        ("random-reward", "demo-digits", "demo-digits"),
+        ("ttrl-majority", "demo-digits", "demo-digits"),
+        ("ttrv", "demo-digits", "demo-digits"),
+        ("ttrv-no-frequency", "demo-digits", "demo-digits"),
+        ("vr-ttrl", "demo-digit-scenes", "demo-digit-scenes"),
+        ("zero-shot", "none", "demo-digit-scenes"),
+        ("zero-shot", "none", "demo-digits"),
+    ]
+    assert {r.protocol for r in plan.runs} == {"n20_random"} and {r.seed for r in plan.runs} == {0}
+    assert plan.per_sample == ["vr-ttrl"]
+    assert plan.job_counts() == {"prepare_data": 2, "build_demo_model": 1, "adapt": 5, "adapt_per_sample": 1,
+                                 "evaluate": 7, "ingest_results": 1, "render_tables": 1, "plot_figures": 1,
+                                 "audit_rewards": 1, "all": 1}
+    assert plan.adapt_dirs()[0] == "results/adapt/demo/dare/demo-digits/n20_random/seed0"
+
+
+def test_each_job_carries_its_resolved_settings():
+    plan = Plan(demo_with())
+    # MCQ evaluation: config evaluation.mcq (6 new tokens, every sample, the schema's default parser),
+    # the 20 adaptation samples held out
+    assert plan.eval_flags("demo-digits") == (
+        "--max-new-tokens 6 --eval-samples all --exclude-adaptation-samples --choice-parser robust")
+    assert plan.eval_flags("demo-digit-scenes") == (
+        "--max-new-tokens 64 --eval-samples 8 --exclude-adaptation-samples --empty-mask-iou zero")
+    ttrv = plan.method_settings("ttrv")
+    # the per-task layer (adaptation.hyperparameters.mcq) and the method's own override
+    assert ttrv["hyperparameters"]["num_generations"] == 16 and ttrv["hyperparameters"]["learning_rate"] == 2.0e-4
+    assert ttrv["reward_params"]["unparsable"] == "no_reward" and "vllm" in ttrv
+    assert plan.method_settings("vr-ttrl")["hyperparameters"]["num_generations"] == 8
+
+
+def test_cross_pairs_adapt_once_and_evaluate_on_the_target():
+    """TTRV Table 12: adapt on one dataset, evaluate on another; no zero-shot of the train set."""
+    plan = paper("ttrv.yaml")
+    cross = Plan(validated(merge(plan.config, {"experiments": {"table12_cross_dataset": {"enabled": True}}})))
+    extra = sorted(set(cross.runs) - set(plan.runs))
+    assert len(extra) == 6 and all(r.train != r.target and r.method == "ttrv" for r in extra)
+    assert not set(cross.adaptations()) - set(plan.adaptations())  # the train sets' own adaptations
+
+
+@pytest.mark.parametrize("config, counts", [
+    # Tables 1-2: 16 datasets x 3 models; TTRV adapts 48 times, 48 zero-shot + 48 adapted evaluations;
+    #   InternVL2.5-4B is converted from its original format once
+    ("ttrv.yaml", {"prepare_data": 16, "convert_model": 1, "adapt": 48, "evaluate": 96}),
+    # Table 2: 8 splits x 2 models; vote-only and VR-TTRL per sample (32 jobs), zero-shot 16
+    ("vr-ttrl.yaml", {"prepare_data": 8, "adapt_per_sample": 32, "evaluate": 16}),
+])
+def test_paper_grids(config, counts):
+    aggregate = {"ingest_results": 1, "render_tables": 1, "plot_figures": 1, "audit_rewards": 1, "all": 1}
+    assert paper(config).job_counts() == {**counts, **aggregate}
+
+
+# --- requests: today's rule of thumb (runs/launch.py), worked by hand ---------------------------
+
+
+def test_requests_follow_the_model_size():
+    """18 bytes per parameter against 60 GB usable per GPU: 2B -> 36 GB, 1 GPU; 8B -> 144 GB, 2.4 GPUs,
+    rounded up to a power of two: 4. Host memory 8 GB + 4 bytes per parameter per process (fp32 load);
+    minutes 30 + 10 per billion (TTRV Table 10); evaluation one GPU, 8 GB + 4 bytes per parameter."""
+    plan = paper("ttrv.yaml")
+    assert job_request(plan, Job("adapt", "internvl3-2b", "ttrv", "ai2d")) == Request(1, 16000, 50)
+    assert job_request(plan, Job("adapt", "internvl3-8b", "ttrv", "ai2d")) == Request(4, 8000 + 8 * 4 * 4000, 110)
+    assert job_request(plan, Job("evaluate", "internvl3-8b", "ttrv", "ai2d", "ai2d")) == Request(1, 40000, 70)
+    assert job_request(plan, Job("convert_model", "internvl2.5-4b")) == Request(0, 24000, 60)
+    # VR-TTRL per sample: 200 samples x 5 updates x 21 s of a 7B model = 350 min, + 30
+    vr = paper("vr-ttrl.yaml")
+    assert job_request(vr, Job("adapt_per_sample", "qwen2.5-vl-7b", "vr-ttrl", "refcoco-val")) == Request(4, 120000, 380)
+
+
+def test_one_gpu_for_an_8b_model_offloads_to_the_host():
+    """models.<name>.gpus overrides; 8B x 18 bytes on one 80 GB GPU does not fit, so parameters and
+    optimizer state go to the host: 8 GB + 8B x (4 + 18) bytes."""
+    plan = Plan(validated(merge(paper("ttrv.yaml").config, {"models": {"internvl3-8b": {"gpus": 1}}})))
+    assert job_request(plan, Job("adapt", "internvl3-8b", "ttrv", "ai2d")) == Request(1, 8000 + 8 * 22000, 110, offload=True)
+
+
+def test_job_of_snakemake_wildcards():
+    class Wildcards:  # Snakemake's wildcards: attributes, strings
+        model, method, train, target, protocol, seed = "m", "ttrv", "a", "b", "n20_random", "3"
+    assert Job.of("evaluate", Wildcards()) == Job("evaluate", "m", "ttrv", "a", "b", "n20_random", 3)
+
+
+# --- dry-run checks: every config mistake stops the plan naming the key -------------------------
+
+
+@pytest.mark.parametrize(
+    "bad_config, named",
+    [
+        # one line, the key first (not after the 500-line schema Snakemake prints)
+        ("learning_rat: 1", "config key `learning_rat`: unknown key (every key is in workflow/schemas/config.schema.yaml)"),
+        ("adaptation: {n_samples: twenty}", "config key `adaptation.n_samples`: 'twenty'"),
+        ("methods: [zero-shot, ttrvv]", "config key `methods`: unknown name(s) ['ttrvv']"),
+        ("datasets: [imagenet-9k]", "config key `datasets`: unknown name(s) ['imagenet-9k']"),
+        ("experiments: {x: {enabled: true, methods: [ttrv], models: [nobody]}}", "config key `experiments.x.models`: unknown name(s) ['nobody']"),
+        ("adaptation: {n_samples: 598}", "config key `adaptation.n_samples`: 598 adaptation samples, but demo-digits's test split has 597"),
+        ("evaluation: {grounding: {samples: 121}}", "config key `evaluation.grounding.samples`: 121 evaluation samples, but demo-digit-scenes's test split has 120"),
+        # 597 test digits, 20 held out for adaptation
+        ("evaluation: {mcq: {samples: 578}}", "config key `evaluation.mcq.samples`: 578 evaluation samples, but demo-digits's test split has 597, 20 of them held out for adaptation"),
+        ("models: {other: {source: /no/such/model}}", "model '/no/such/model': no such local directory, and not a Hub id (org/name); check the config key models.other.source"),
+        ("data: {sources: {demo-digits: {path: /no/such/copy}}}", "config key `data.sources.demo-digits.path`: /no/such/copy does not exist"),
+        ("models: {hub: {source: org/model}}", "config key `models.hub.source`: the Hugging Face Hub is unreachable"),
+    ],
+)
+def test_config_errors_name_the_key(monkeypatch, bad_config, named):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there: an unreachable Hub
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with pytest.raises(ValueError) as err:
+        checks.run_all(Plan(demo_with(bad_config)))
+    assert named in str(err.value)
+
+
+def test_sample_counts_use_the_prepared_split(tmp_path):
+    """Once prepared, a dataset's prep_stats.json gives its size (the resolution filter drops some)."""
+    stats = tmp_path / "results/data/demo-digits/prep_stats.json"
+    stats.parent.mkdir(parents=True)
+    stats.write_text('{"splits": {"test": 19}}')
+    with pytest.raises(ValueError, match="20 adaptation samples, but demo-digits's test split has 19"):
+        checks.run_all(Plan(demo_with()))
+
+
+def test_paper_config_merged_into_the_demo_is_refused():
+    ttrv = yaml.safe_load((REPO / "config/ttrv.yaml").read_text())
+    with pytest.raises(ValueError, match="--replace-workflow-config"):
+        Plan(demo_with(yaml.safe_dump(ttrv)))
+
+
+# --- mistakes that used to pass the dry run (issue 26 point 4) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad_config, named",
+    [
+        # VR-TTRL answers with boxes: with MCQ datasets only it was dropped without a word ("total 4")
+        ("methods: [zero-shot, vr-ttrl]\ndatasets: [demo-digits]",
+         "config key `methods`: vr-ttrl adapts on grounding datasets and none of demo-digits is one"),
+        ("experiments: {x: {enabled: true, methods: [ttrv], datasets: [demo-digit-scenes]}}",
+         "config key `experiments.x.methods`: ttrv adapts on mcq datasets and none of demo-digit-scenes is one"),
+        # a typo in reward_params: before, a TypeError in the job's first reward call
+        ("adaptation: {method_overrides: {ttrv: {reward_params: {unparseable: answer}}}}",
+         "config key `adaptation.method_overrides.ttrv.reward_params`: reward 'ttrv': bad reward_params"),
+        ("adaptation: {method_overrides: {ttrv: {reward_params: {unparsable: maybe}}}}",
+         "reward 'ttrv' takes alpha, entropy, unparsable"),
+        # named by the config path, not "method 'dare': unknown hyper-parameter(s)" (the first user of the section)
+        ("adaptation: {hyperparameters: {mcq: {learning_rte: 1.0e-6}}}",
+         "config key `adaptation.hyperparameters.mcq.learning_rte`: unknown hyper-parameter"),
+        ("adaptation: {method_overrides: {dare: {hyperparameters: {n_vote: 8}}}}",
+         "config key `adaptation.method_overrides.dare.hyperparameters.n_vote`: unknown hyper-parameter of dare"),
+    ],
+)
+def test_silent_drops_and_late_failures_stop_the_plan(bad_config, named):
+    with pytest.raises(ValueError) as err:
+        checks.run_all(Plan(demo_with(bad_config)))
+    assert named in str(err.value)
+
+
+def test_a_hyperparameter_of_another_task_is_a_typo_in_its_section():
+    """`updates_per_generation` is known to MCQ presets (ECHO), `epochs` to all: both pass; a grounding
+    method's key in the MCQ section is still unknown there."""
+    Plan(demo_with("adaptation: {hyperparameters: {mcq: {epochs: 2}, grounding: {epochs: 3}}}"))
+    with pytest.raises(ValueError, match=r"`adaptation.hyperparameters.grounding.nonsense`"):
+        Plan(demo_with("adaptation: {hyperparameters: {grounding: {nonsense: 1}}}"))
+
+
+SLURM_ENV = {"TTRL_SLURM_PARTITION": "gpu", "TTRL_SLURM_ACCOUNT": ""}  # empty: a cluster without accounts
+
+
+@pytest.mark.parametrize("environ, gpu_limit, most, named", [
+    ({"TTRL_SLURM_ACCOUNT": "x"}, None, 1, "environment variable TTRL_SLURM_PARTITION is unset"),
+    ({"TTRL_SLURM_PARTITION": "gpu"}, None, 1, "environment variable TTRL_SLURM_ACCOUNT is unset"),
+    # profiles/default's gpu=1 beside `--profile profiles/slurm`: an 8B job (4 GPUs) would ask for 1
+    (SLURM_ENV, 1, 4, "use `--workflow-profile profiles/slurm`"),
+    # ... and even where every job asks for one GPU, one job at a time on a whole cluster
+    (SLURM_ENV, 1, 1, "use `--workflow-profile profiles/slurm`"),
+    (SLURM_ENV, 2, 4, "`--resources gpu=N` with N >= 4"),
+])
+def test_slurm_runs_that_would_ask_wrongly_stop(environ, gpu_limit, most, named):
+    with pytest.raises(ValueError) as err:
+        checks.check_slurm(environ, gpu_limit, most)
+    assert named in str(err.value)
+
+
+def test_slurm_runs_that_ask_what_is_planned_pass():
+    checks.check_slurm(SLURM_ENV, None, 4)  # --workflow-profile profiles/slurm: no global limit
+    checks.check_slurm(SLURM_ENV, 8, 4)  # a deliberate cap of 8 GPUs at a time
+    assert largest_gpu_request(paper("ttrv.yaml")) == 4  # InternVL3-8B
