@@ -3,9 +3,7 @@ minutes and GPU-hours, decided from traced memory (memory.py) rather than a rule
 
 - GPU peak: the traced step (memory.py) times the calibration factor, which is the mean ratio of
   measured to traced peak over the measured points in data/calibration.csv (H100 runs; 1.19 at the
-  time of writing). Peaks are traced at micro-batches 1 and 2 and extended linearly: activations are
-  linear in the sequences of a forward at fixed length, and the weights, gradients and AdamW state
-  are the intercept.
+  time of writing). Each peak is traced at the job's own micro-batch and generation share (cached).
 - Several GPUs: FSDP2 full sharding divides weights, gradients and AdamW state by the GPU count;
   activations stay per process. (The traced alternative, torch's FSDPMemTracker on a fake process
   group, is not wired yet: see the report of helper h24mem.)
@@ -34,7 +32,7 @@ MICRO_BATCHES = (64, 32, 16, 8, 4, 2, 1)
 # The TTRV authors' update phase (authors-runs.md, verl/logs/ai2d InternVL3-2B 20 samples "2e"):
 # 4 prompts x 16 trained rollouts of ~1,490 prompt + 5.4 completion tokens, forward + backward with
 # gradient checkpointing, in 9.4 s on 4 GPUs (their machine: 4 A100 + 4 A6000, TTRV paper Appendix).
-AUTHORS_UPDATE = {"sequences": 64, "tokens": 1490 + 5.4, "seconds": 9.4, "gpus": 4, "params": 1.856e9}
+AUTHORS_UPDATE = {"sequences": 64, "tokens": 1490 + 5.4, "seconds": 9.4, "gpus": 4}
 HOST_OVERHEAD_GB = 8.0  # per process: Python, CUDA host context, dataloader workers, images
 
 
@@ -123,29 +121,20 @@ def calibration() -> Calibration:
     return Calibration(factor=sum(ratios) / len(ratios), points=points)
 
 
-def _linear(config, settings: JobSettings, kind: str):
-    """Traced (peak GB, FLOPs) at 1 and 2 sequences: (intercept, slope) of each, and the trace at 1."""
-    one = memory.cached_trace(config, settings.shape(1, kind))
-    two = memory.cached_trace(config, settings.shape(2, kind))
-    return (2 * one.peak_gb - two.peak_gb, two.peak_gb - one.peak_gb), (2 * one.flops - two.flops, two.flops - one.flops), one
-
-
 def gpu_peak_gb(config, settings: JobSettings, micro_batch: int, gpus: int, offload: bool = False) -> dict:
-    """Calibrated per-GPU peaks of a training step and of a generation prefill, and their parts."""
+    """Calibrated per-GPU peaks of a training step (traced at this micro-batch) and of a generation
+    prefill (traced at this process's share of the generation batch), and their parts."""
     factor = calibration().factor
-    (base, per_seq), _, one = _linear(config, settings, "train")
+    train_trace = memory.cached_trace(config, settings.shape(micro_batch))
     bytes_per = 4 if settings.fp32_master else 2
-    # weights + AdamW state (two moments) + gradients of the trainable part: what FSDP2 shards
-    state = (one.parameters * bytes_per + one.trainable * 3 * bytes_per) / memory.GB
-    activations = base - state + per_seq * micro_batch
+    # weights + gradients + AdamW's two moments of the trainable part: what FSDP2 shards
+    state = (train_trace.parameters * bytes_per + train_trace.trainable * 3 * bytes_per) / memory.GB
+    activations = train_trace.peak_gb - state
     held = 0.0 if offload else state / gpus  # offloaded: on the host, streamed in a layer at a time
-    reference = 2 * one.parameters / memory.GB / gpus if settings.reference else 0.0  # bf16, sharded too
+    reference = 2 * train_trace.parameters / memory.GB / gpus if settings.reference else 0.0  # bf16, sharded
     train = factor * (held + activations) + reference
-    (gbase, gper_seq), _, _ = _linear(config, settings, "prefill")
-    sequences = settings.generation_batch or settings.rollouts
-    generation = factor * (gbase + gper_seq * sequences)
-    if gpus > 1:  # every process generates its share of the batch with the whole (gathered) model
-        generation = factor * (gbase + gper_seq * math.ceil(sequences / gpus))
+    share = math.ceil((settings.generation_batch or settings.rollouts) / gpus)  # each process its share
+    generation = factor * memory.cached_trace(config, settings.shape(share, "prefill")).peak_gb
     return {"train_gb": train, "generation_gb": generation, "state_gb": state, "activations_gb": activations,
             "reference_gb": reference, "factor": factor}
 
@@ -162,34 +151,29 @@ def host_gb(parameters: int, trainable: int, gpus: int, offload: bool, reference
     return {**parts, "total_gb": sum(parts.values())}
 
 
-def authors_throughput_flops(flops_per_seq_token: float) -> float:
-    """FLOP/s per GPU the TTRV authors reached in their update phase, from their logged time."""
-    a = AUTHORS_UPDATE
-    return flops_per_seq_token * a["sequences"] * a["tokens"] / (a["seconds"] * a["gpus"])
-
-
-def job_flops(config, settings: JobSettings, micro_batch: int) -> dict:
-    """FLOPs of the job: training forwards + backwards on the trained rollouts, old / reference
-    forwards on all rollouts (one third of forward + backward), generation prefills, decoding
-    (2 FLOPs per parameter per new token)."""
-    _, (fbase, fper_seq), one = _linear(config, settings, "train")
-    _, (gbase, gper_seq), _ = _linear(config, settings, "prefill")
-    per_round = settings.prompts_per_step
-    train = per_round * settings.trained * fper_seq
-    forwards = per_round * settings.rollouts * fper_seq / 3 * (2 if settings.reference else 1)
-    prefill = per_round * settings.rollouts * gper_seq
-    decode = per_round * settings.rollouts * settings.new_tokens * 2 * one.parameters
-    step = {"train": train, "forwards": forwards, "prefill": prefill, "decode": decode}
-    return {k: v * settings.rounds for k, v in step.items()}
+def authors_throughput_flops() -> float:
+    """FLOP/s per GPU the TTRV authors reached in their update phase: its FLOPs (InternVL3-2B's
+    traced FLOPs per token, from the first calibration point's trace) over their logged time."""
+    a, row = AUTHORS_UPDATE, calibration_points()[0]
+    trace = memory.cached_trace(memory.model_config(row["model"]), point_shape(row))
+    per_token = trace.flops / (int(row["sequences"]) * (int(row["prompt_tokens"]) + int(row["image_tokens"])
+                                                         + int(row["new_tokens"])))
+    return per_token * a["sequences"] * a["tokens"] / (a["seconds"] * a["gpus"])
 
 
 def runtime_minutes(config, settings: JobSettings, micro_batch: int, gpus: int) -> dict:
-    flops = job_flops(config, settings, micro_batch)
-    _, (_, fper_seq), _ = _linear(config, settings, "train")
-    tokens = settings.prompt_tokens + settings.image_tokens + settings.new_tokens
-    rate = authors_throughput_flops(fper_seq / tokens)
-    seconds = sum(flops.values()) / (rate * gpus)
-    return {"flops": sum(flops.values()), "flops_per_gpu_second": rate, "compute_min": seconds / 60}
+    """Compute minutes of the job at the authors' achieved throughput. FLOPs: training forwards +
+    backwards on the trained rollouts, old / reference forwards on all rollouts (a third of forward +
+    backward each), decoding at 2 FLOPs per parameter per new token (prefill is in the forwards)."""
+    trace = memory.cached_trace(config, settings.shape(micro_batch))
+    per_sequence = trace.flops / micro_batch  # FLOPs are linear in the sequences of a forward
+    rate = authors_throughput_flops()
+    per_round = settings.prompts_per_step * (
+        settings.trained * per_sequence
+        + settings.rollouts * per_sequence / 3 * (2 if settings.reference else 1)
+        + settings.rollouts * settings.new_tokens * 2 * trace.parameters)
+    flops = per_round * settings.rounds
+    return {"flops": flops, "flops_per_gpu_second": rate, "compute_min": flops / (rate * gpus) / 60}
 
 
 def decide(config, settings: JobSettings, gpu_memory_gb: float = 80, gpus: int | None = None,
@@ -220,7 +204,7 @@ def decide(config, settings: JobSettings, gpu_memory_gb: float = 80, gpus: int |
 
 
 def _decision(config, settings, gpus, micro_batch, offload, peaks) -> Decision:
-    one = memory.cached_trace(config, settings.shape(1))
+    one = memory.cached_trace(config, settings.shape(micro_batch))
     host = host_gb(one.parameters, one.trainable, gpus, offload, settings.reference, settings.per_sample)
     time = runtime_minutes(config, settings, micro_batch, gpus)
     minutes = time["compute_min"] * (3 if offload else 1) + 10  # offload: PCIe-bound steps; 10: start-up
@@ -242,3 +226,43 @@ def predict_for_benchmark(model_source: str, sequences: int, new_tokens: int, im
 
 
 __all__ = ["JobSettings", "Decision", "decide", "calibration", "host_gb", "predict_for_benchmark", "replace"]
+
+
+def model_source(plan, model: str) -> str:
+    """Where a model's config.json is read: its source, or for an InternVL original converted by the
+    workflow (models.<name>.convert_from) the original's id (the converted copy may not exist yet)."""
+    entry = plan.config["models"][model]
+    return entry.get("source") or entry["convert_from"]
+
+
+def job_settings(plan, job) -> JobSettings:
+    """An adaptation job's shape from its resolved preset and its protocol's sample count."""
+    n_samples = int(job.protocol.split("_")[0][1:])
+    spec = plan.method_specs[job.method]
+    return JobSettings.from_preset(spec["hyperparameters"], n_samples, per_sample=job.rule == "adapt_per_sample")
+
+
+def job_decision(plan, job, gpu_memory_gb: float | None = None) -> Decision:
+    """`decide` for one adaptation job of a Plan (plan/grid.py), the config's overrides applied."""
+    model = plan.config["models"][job.model]
+    gpu_memory_gb = gpu_memory_gb or plan.config.get("resources", {}).get("gpu_memory_gb", 80)
+    name = f"{job.rule} {job.model}/{job.method}/{job.dataset}/{job.protocol}/seed{job.seed}"
+    return decide(memory.model_config(model_source(plan, job.model)), job_settings(plan, job), gpu_memory_gb,
+                  gpus=model.get("gpus"), job=name,
+                  keys=f"models.{job.model}.gpus or adaptation.hyperparameters (micro_batch_size)")
+
+
+def plan_table(plan, gpu_memory_gb: float | None = None) -> tuple[list[dict], dict]:
+    """One row per adaptation job (GPUs, GPU peak, host memory, minutes, GPU-hours) and the totals:
+    GPU-hours, and hours on one 8-GPU node packing jobs by GPUs (a lower bound: perfect packing)."""
+    rows = []
+    for job in plan.jobs():
+        if job.rule not in ("adapt", "adapt_per_sample"):
+            continue
+        d = job_decision(plan, job, gpu_memory_gb)
+        rows.append({"job": f"{job.rule} {job.model}/{job.method}/{job.dataset}/{job.protocol}/seed{job.seed}",
+                     "gpus": d.gpus, "offload": d.offload, "micro_batch": d.micro_batch, "gpu_peak_gb": d.gpu_peak_gb,
+                     "host_gb": d.host_gb, "minutes": round(d.gpu_hours * 60 / d.gpus), "gpu_hours": d.gpu_hours})
+    gpu_hours = sum(r["gpu_hours"] for r in rows)
+    return rows, {"jobs": len(rows), "gpu_hours": round(gpu_hours, 1), "node_hours_8gpu": round(gpu_hours / 8, 1),
+                  "factor": round(calibration().factor, 3)}

@@ -213,6 +213,20 @@ def trace_step(config, shape: StepShape) -> Trace:
                  breakdown_gb={str(k): round(v / GB, 3) for k, v in device_peak.items() if v})
 
 
+def _layers(config) -> tuple[str, str]:
+    """The config fields holding the language model's and the vision tower's depth."""
+    vision = "num_hidden_layers" if hasattr(config.vision_config, "num_hidden_layers") else "depth"
+    return "num_hidden_layers", vision
+
+
+def with_layers(config, text_layers: int, vision_layers: int):
+    config = copy.deepcopy(config)
+    text_field, vision_field = _layers(config)
+    setattr(config.text_config, text_field, text_layers)
+    setattr(config.vision_config, vision_field, vision_layers)
+    return config
+
+
 def _frozen_aware_tracker():
     from torch.distributed._tools.mem_tracker import MemTracker
 
@@ -228,3 +242,20 @@ def _tower(model):
     from ..models.families import vision_tower
 
     return vision_tower(model)
+
+
+def ship_cache() -> int:
+    """Copy every trace of the local cache into the shipped data/traces.json (how the committed traces
+    are regenerated: delete data/traces.json, run `ttrl-bench plan CONFIG` for the paper configs and
+    `python -m ttrl_bench.plan.memory`, which also traces the calibration points)."""
+    shipped = json.loads(SHIPPED_TRACES.read_text()) if SHIPPED_TRACES.exists() else {}
+    for path in sorted(cache_dir().glob("*.json")):
+        shipped[path.stem] = json.loads(path.read_text())
+    SHIPPED_TRACES.write_text(json.dumps(shipped, indent=1, sort_keys=True) + "\n")
+    return len(shipped)
+
+
+if __name__ == "__main__":
+    from .cost import calibration
+
+    print(f"calibration factor {calibration().factor:.3f}; {ship_cache()} traces in {SHIPPED_TRACES}")
