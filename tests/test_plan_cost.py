@@ -101,3 +101,13 @@ def test_decide_names_the_job_peak_memory_and_keys_when_nothing_fits(synthetic):
     with pytest.raises(ValueError, match=r"adapt m/ttrv.*19\.5 GB.*GPU's 10 GB.*models\.m\.gpus"):
         cost.decide(None, synthetic, gpu_memory_gb=10, gpus=1, job="adapt m/ttrv", keys="models.m.gpus")
 
+
+
+def test_plan_table_has_a_row_per_adaptation_job_of_the_ttrv_config(synthetic):
+    from ttrl_bench.plan import Plan, load_config
+
+    rows, totals = cost.plan_table(Plan(load_config("config/ttrv.yaml")))
+    assert len(rows) == totals["jobs"] == 16 * 3  # Tables 1-2: 16 datasets x 3 InternVL models, TTRV
+    assert all(r["gpus"] >= 1 and r["gpu_peak_gb"] <= 80 for r in rows)
+    assert totals["gpu_hours"] == pytest.approx(sum(r["gpu_hours"] for r in rows), abs=0.1)
+    assert totals["node_hours_8gpu"] == pytest.approx(totals["gpu_hours"] / 8, abs=0.1)

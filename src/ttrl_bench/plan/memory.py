@@ -7,6 +7,8 @@ temporaries) and its peak. Traps met, each handled below (issue 24):
 - `module.to()` cannot swap fake parameters: the model is built under the target default dtype.
 - `torch.autocast("cuda")` switches itself off without a driver and backward on fake CUDA tensors
   fails: fake CPU tensors under CPU bf16 autocast (attention then takes the flash kernel, as on a GPU).
+- MemTracker updates every module's own peak on every operator (quadratic in depth): only the
+  global peak is kept (`_FrozenAwareTracker._update_peak_stats`).
 - MemTracker puts gradient hooks on every parameter of a module it enters and fails on frozen ones:
   `_FrozenAwareTracker` installs them only on modules whose parameters all train (the peak counts
   every tensor either way; hooks only label gradients). A frozen vision tower runs under `no_grad`,
@@ -26,6 +28,7 @@ Traces are cached on disk by a hash of (model config, shape) because one takes 1
 from __future__ import annotations
 
 import contextlib
+import gc
 import copy
 import hashlib
 import json
@@ -179,8 +182,13 @@ def trace_step(config, shape: StepShape) -> Trace:
         if train:
             if not shape.trainable_vision:
                 tower.requires_grad_(False)
+            model.train()  # transformers checkpoints layers only in training mode
             if shape.gradient_checkpointing:
-                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+                # reentrant: the checkpointed forward runs under no_grad. With the non-reentrant kind,
+                # MemTracker's module hooks keep every layer's activations alive (a 1,360-token
+                # InternVL3-2B layer added 7 GB instead of its 0.13 GB input); on a GPU both kinds hold
+                # the same: each layer's input, and one layer recomputed at a time.
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
             model.config.use_cache = False
             params = [p for p in model.parameters() if p.requires_grad]
             optimizer = torch.optim.AdamW(params, lr=1e-6, foreach=True)
@@ -191,6 +199,7 @@ def trace_step(config, shape: StepShape) -> Trace:
         else:
             model.requires_grad_(False)
             params, optimizer = [], None
+        gc.collect()  # garbage of the build is not the step's
         tracker = _frozen_aware_tracker()
         tracker.track_external(*([model, optimizer] if optimizer else [model]))
         flops = FlopCounterMode(display=False)
@@ -234,6 +243,14 @@ def _frozen_aware_tracker():
         def _track_module_params_and_buffers(self, module, install_grad_hooks=True):
             trains = all(p.requires_grad for p in module.parameters())
             return super()._track_module_params_and_buffers(module, install_grad_hooks and trains)
+
+        def _update_peak_stats(self, peak_state) -> None:
+            # Only the global peak: MemTracker also updates every tracked module's peak on every
+            # operator, quadratic in the depth (a 52-layer InternVL3-2B step: most of an hour here).
+            for dev, snap in self._curr_mem_snap.items():
+                if self._peak_mem.get(dev, 0) < snap["Total"]:
+                    self._peak_mem[dev] = snap["Total"]
+                    self._peak_mem_snap[dev] = dict(snap)
 
     return _FrozenAwareTracker()
 
