@@ -2,8 +2,8 @@
 minutes and GPU-hours, decided from traced memory (memory.py) rather than a rule of thumb.
 
 - GPU peak: the traced step (memory.py) times the calibration factor, which is the mean ratio of
-  measured to traced peak over the measured points in data/calibration.csv (H100 runs; 1.19 at the
-  time of writing). Each peak is traced at the job's own micro-batch and generation share (cached).
+  measured to traced peak over the measured points in data/calibration.csv (H100 runs; 0.78 with
+  the shipped traces: the trace holds more than the GPU did, e.g. CPU autocast's fp32 outputs). Each peak is traced at the job's own micro-batch and generation share (cached).
 - Several GPUs: FSDP2 full sharding divides weights, gradients and AdamW state by the GPU count;
   activations stay per process. (The traced alternative, torch's FSDPMemTracker on a fake process
   group, is not wired yet: see the report of helper h24mem.)
@@ -107,7 +107,8 @@ def point_shape(row: dict) -> StepShape:
     return StepShape(sequences=int(row["sequences"]), prompt_tokens=int(row["prompt_tokens"]),
                      image_tokens=int(row["image_tokens"]), new_tokens=int(row["new_tokens"]),
                      fp32_master=_bool(row["fp32_master"]), trainable_vision=_bool(row["trainable_vision"]),
-                     gradient_checkpointing=_bool(row["gradient_checkpointing"]), kind=row["kind"])
+                     gradient_checkpointing=_bool(row["gradient_checkpointing"]), kind=row["kind"],
+                     autocast=_bool(row["autocast"]))
 
 
 @lru_cache(maxsize=1)

@@ -19,8 +19,9 @@ temporaries) and its peak. Traps met, each handled below (issue 24):
 - Qwen-VL towers read sequence lengths from `image_grid_thw` with `.tolist()` (data-dependent):
   models/families.py `traced_image_features` passes the grid-derived indices precomputed from real
   tensors and a flash-named packed attention (transformers' own hooks for both).
-The traced peak is scaled by the calibration factor (cost.py, data/calibration.csv) for what the
-trace cannot see: the CUDA context, the caching allocator's fragmentation, kernels' workspaces.
+The traced peak is scaled by the calibration factor (cost.py, data/calibration.csv) to the peaks
+measured on a GPU: the trace cannot see the CUDA context, the caching allocator's fragmentation or
+kernels' workspaces, and holds what a GPU does not (CPU autocast keeps more fp32 outputs).
 
 Traces are cached on disk by a hash of (model config, shape) because one takes 10 s to minutes.
 """
@@ -54,6 +55,8 @@ class StepShape:
     trainable_vision: bool = True
     gradient_checkpointing: bool = True
     kind: str = "train"  # "train": forward + backward with AdamW state; "prefill": generate's first forward
+    autocast: bool = True  # bf16 autocast; False: every op in the weights' dtype (issue 23 finding 9: the
+    # first generation of a run happened before accelerate wrapped forward in autocast)
 
     def __post_init__(self):
         if self.kind not in ("train", "prefill"):
@@ -203,7 +206,7 @@ def trace_step(config, shape: StepShape) -> Trace:
         tracker = _frozen_aware_tracker()
         tracker.track_external(*([model, optimizer] if optimizer else [model]))
         flops = FlopCounterMode(display=False)
-        with tracker, flops, torch.autocast("cpu", dtype=torch.bfloat16):
+        with tracker, flops, torch.autocast("cpu", dtype=torch.bfloat16, enabled=shape.autocast):
             with torch.no_grad() if not (train and shape.trainable_vision) else contextlib.nullcontext():
                 features = traced_image_features(model, shape.sequences, shape.image_tokens)
             with torch.no_grad() if not train else contextlib.nullcontext():
