@@ -123,3 +123,13 @@ def test_plan_table_has_a_row_per_adaptation_job_of_the_ttrv_config(synthetic):
     assert all(r["gpus"] >= 1 and r["gpu_peak_gb"] <= 80 for r in rows)
     assert totals["gpu_hours"] == pytest.approx(sum(r["gpu_hours"] for r in rows), abs=0.1)
     assert totals["node_hours_8gpu"] == pytest.approx(totals["gpu_hours"] / 8, abs=0.1)
+
+
+def test_decide_counts_a_colocated_vllm_engine(synthetic):
+    # 0.3 x 80 = 24 GB per GPU for vLLM. 2 GPUs: 58 + 8 + 2 + 24 > 80 at any micro-batch;
+    # 4 GPUs: 29 + 4 + 2 + 24 + 1.5 m <= 80 -> m = 8 (16 gives 83)
+    from dataclasses import replace
+
+    d = cost.decide(None, replace(synthetic, vllm_share=0.3), gpu_memory_gb=80)
+    assert (d.gpus, d.micro_batch, d.offload) == (4, 8, False)
+    assert d.predicted["vllm_gb"] == pytest.approx(24.0)

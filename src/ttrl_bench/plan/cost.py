@@ -54,6 +54,7 @@ class JobSettings:
     fp32_master: bool = True
     generation_batch: int | None = None  # sequences HF generate decodes at once (None: one prompt's group)
     per_sample: bool = False  # VR-TTRL: the weights restored before every sample (WeightSnapshot)
+    vllm_share: float = 0.0  # GPU share of a colocated vLLM engine (adaptation.vllm.gpu_memory_utilization)
 
     @classmethod
     def from_preset(cls, hyperparameters: dict, n_samples: int, per_sample: bool = False, **extra) -> "JobSettings":
@@ -122,7 +123,8 @@ def calibration() -> Calibration:
     return Calibration(factor=sum(ratios) / len(ratios), points=points)
 
 
-def gpu_peak_gb(config, settings: JobSettings, micro_batch: int, gpus: int, offload: bool = False) -> dict:
+def gpu_peak_gb(config, settings: JobSettings, micro_batch: int, gpus: int, offload: bool = False,
+                gpu_memory_gb: float = 80) -> dict:
     """Calibrated per-GPU peaks of a training step (traced at this micro-batch) and of a generation
     prefill (traced at this process's share of the generation batch), and their parts."""
     factor = calibration().factor
@@ -133,11 +135,15 @@ def gpu_peak_gb(config, settings: JobSettings, micro_batch: int, gpus: int, offl
     activations = train_trace.peak_gb - state
     held = 0.0 if offload else state / gpus  # offloaded: on the host, streamed in a layer at a time
     reference = 2 * train_trace.parameters / memory.GB / gpus if settings.reference else 0.0  # bf16, sharded
-    train = factor * (held + activations) + reference
-    share = math.ceil((settings.generation_batch or settings.rollouts) / gpus)  # each process its share
-    generation = factor * memory.cached_trace(config, settings.shape(share, "prefill")).peak_gb
+    engine = settings.vllm_share * gpu_memory_gb  # the colocated engine reserves its share for good
+    train = factor * (held + activations) + reference + engine
+    if engine:  # vLLM generates: HF's generate never runs
+        generation = 0.0
+    else:
+        share = math.ceil((settings.generation_batch or settings.rollouts) / gpus)  # each process its share
+        generation = factor * memory.cached_trace(config, settings.shape(share, "prefill")).peak_gb
     return {"train_gb": train, "generation_gb": generation, "state_gb": state, "activations_gb": activations,
-            "reference_gb": reference, "factor": factor}
+            "reference_gb": reference, "vllm_gb": engine, "factor": factor}
 
 
 def host_gb(parameters: int, trainable: int, gpus: int, offload: bool, reference: bool, per_sample: bool) -> dict:
@@ -190,7 +196,7 @@ def decide(config, settings: JobSettings, gpu_memory_gb: float = 80, gpus: int |
     for offload in (False, True):
         for count in counts:
             for batch in batches:
-                peaks = gpu_peak_gb(config, settings, batch, count, offload)
+                peaks = gpu_peak_gb(config, settings, batch, count, offload, gpu_memory_gb)
                 peak = max(peaks["train_gb"], peaks["generation_gb"])
                 best = min(best or (peak, count, batch, offload, peaks), (peak, count, batch, offload, peaks),
                            key=lambda t: t[0])
@@ -240,7 +246,12 @@ def job_settings(plan, job) -> JobSettings:
     """An adaptation job's shape from its resolved preset and its protocol's sample count."""
     n_samples = int(job.protocol.split("_")[0][1:])
     spec = plan.method_specs[job.method]
-    return JobSettings.from_preset(spec["hyperparameters"], n_samples, per_sample=job.rule == "adapt_per_sample")
+    adaptation = plan.config["adaptation"]
+    # "auto" takes vLLM where it is installed, as envs/gpu.yaml does on a cluster
+    backend = spec["hyperparameters"].get("rollout_backend", adaptation["rollout_backend"])
+    share = adaptation["vllm"]["gpu_memory_utilization"] if backend in ("auto", "vllm") else 0.0
+    return JobSettings.from_preset(spec["hyperparameters"], n_samples, per_sample=job.rule == "adapt_per_sample",
+                                   vllm_share=share)
 
 
 def job_decision(plan, job, gpu_memory_gb: float | None = None) -> Decision:
