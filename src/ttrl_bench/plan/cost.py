@@ -243,8 +243,12 @@ def model_source(plan, model: str) -> str:
 
 
 def job_settings(plan, job) -> JobSettings:
-    """An adaptation job's shape from its resolved preset and its protocol's sample count."""
+    """An adaptation job's shape from its resolved preset and its sample count: the protocol's, or for
+    a per-sample method (VR-TTRL) the evaluated samples (`evaluation.<task>.samples`), each adapted on."""
     n_samples = int(job.protocol.split("_")[0][1:])
+    evaluated = plan.config["evaluation"][plan.section[job.dataset]].get("samples")
+    if job.rule == "adapt_per_sample" and isinstance(evaluated, int):
+        n_samples = evaluated
     spec = plan.method_specs[job.method]
     adaptation = plan.config["adaptation"]
     # "auto" takes vLLM where it is installed, as envs/gpu.yaml does on a cluster
