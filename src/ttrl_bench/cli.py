@@ -357,8 +357,9 @@ def cmd_plan(args) -> None:
     rows, totals = plan_table(plan, args.gpu_memory_gb)
     print(f"{'job':<72} {'GPUs':>4} {'offload':>7} {'micro':>5} {'GPU peak GB':>11} {'host GB':>8} {'min':>6} {'GPU-h':>7}")
     for r in rows:
+        hours = "?" if r["gpu_hours"] is None else f"{r['gpu_hours']:.2f}"  # n_samples: all (count unknown)
         print(f"{r['job']:<72} {r['gpus']:>4} {str(r['offload']):>7} {r['micro_batch']:>5} {r['gpu_peak_gb']:>11.1f} "
-              f"{r['host_gb']:>8.1f} {r['minutes']:>6} {r['gpu_hours']:>7.2f}")
+              f"{r['host_gb']:>8.1f} {r['minutes'] if r['minutes'] is not None else '?':>6} {hours:>7}")
     print(f"total: {totals['jobs']} adaptation jobs, {totals['gpu_hours']} GPU-hours, {totals['node_hours_8gpu']} h "
           f"on one 8-GPU node (perfect packing); calibration factor {totals['factor']} (plan/data/calibration.csv)")
 

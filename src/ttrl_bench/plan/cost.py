@@ -61,7 +61,7 @@ class JobSettings:
         h = hyperparameters
         prompts = h.get("prompts_per_step", 1)
         epochs = h.get("epochs", 1)
-        rounds = n_samples * epochs if per_sample else epochs * max(1, math.ceil(n_samples / prompts))
+        rounds = n_samples * epochs if per_sample else epochs * math.ceil(n_samples / prompts)
         return cls(rollouts=h.get("n_votes") or h["num_generations"], trained=h["num_generations"],
                    prompts_per_step=prompts, new_tokens=h.get("max_completion_length", 1024), rounds=rounds,
                    micro_batch=h.get("micro_batch_size"), freeze_vision=h.get("freeze_vision", True),
@@ -245,7 +245,8 @@ def model_source(plan, model: str) -> str:
 def job_settings(plan, job) -> JobSettings:
     """An adaptation job's shape from its resolved preset and its sample count: the protocol's, or for
     a per-sample method (VR-TTRL) the evaluated samples (`evaluation.<task>.samples`), each adapted on."""
-    n_samples = int(job.protocol.split("_")[0][1:])
+    count = job.protocol.split("_")[0][1:]
+    n_samples = int(count) if count.isdigit() else 0  # "all": unknown before the data is prepared (no rounds)
     evaluated = plan.config["evaluation"][plan.section[job.dataset]].get("samples")
     if job.rule == "adapt_per_sample" and isinstance(evaluated, int):
         n_samples = evaluated
@@ -276,9 +277,11 @@ def plan_table(plan, gpu_memory_gb: float | None = None) -> tuple[list[dict], di
         if job.rule not in ("adapt", "adapt_per_sample"):
             continue
         d = job_decision(plan, job, gpu_memory_gb)
+        known = job_settings(plan, job).rounds > 0  # n_samples "all": the sample count is not known yet
         rows.append({"job": f"{job.rule} {job.model}/{job.method}/{job.dataset}/{job.protocol}/seed{job.seed}",
                      "gpus": d.gpus, "offload": d.offload, "micro_batch": d.micro_batch, "gpu_peak_gb": d.gpu_peak_gb,
-                     "host_gb": d.host_gb, "minutes": round(d.gpu_hours * 60 / d.gpus), "gpu_hours": d.gpu_hours})
-    gpu_hours = sum(r["gpu_hours"] for r in rows)
+                     "host_gb": d.host_gb, "minutes": round(d.gpu_hours * 60 / d.gpus) if known else None,
+                     "gpu_hours": d.gpu_hours if known else None})
+    gpu_hours = sum(r["gpu_hours"] or 0 for r in rows)
     return rows, {"jobs": len(rows), "gpu_hours": round(gpu_hours, 1), "node_hours_8gpu": round(gpu_hours / 8, 1),
                   "factor": round(calibration().factor, 3)}
