@@ -427,6 +427,21 @@ def cmd_check_sandbox(args) -> None:
         raise RuntimeError("the sandbox let an escape through (above): do not run T3RL's arithmetic verifier here")
 
 
+def cmd_plan(args) -> None:
+    from .plan import Plan, load_config
+    from .plan.cost import plan_table
+
+    plan = Plan(load_config(*args.config))
+    rows, totals = plan_table(plan, args.gpu_memory_gb)
+    print(f"{'job':<72} {'GPUs':>4} {'offload':>7} {'micro':>5} {'GPU peak GB':>11} {'host GB':>8} {'min':>6} {'GPU-h':>7}")
+    for r in rows:
+        hours = "?" if r["gpu_hours"] is None else f"{r['gpu_hours']:.2f}"  # n_samples: all (count unknown)
+        print(f"{r['job']:<72} {r['gpus']:>4} {str(r['offload']):>7} {r['micro_batch']:>5} {r['gpu_peak_gb']:>11.1f} "
+              f"{r['host_gb']:>8.1f} {r['minutes'] if r['minutes'] is not None else '?':>6} {hours:>7}")
+    print(f"total: {totals['jobs']} adaptation jobs, {totals['gpu_hours']} GPU-hours, {totals['node_hours_8gpu']} h "
+          f"on one 8-GPU node (perfect packing); calibration factor {totals['factor']} (plan/data/calibration.csv)")
+
+
 def cmd_audit_reward(args) -> None:
     import pandas as pd
 
@@ -582,6 +597,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", required=True, help="the DuckDB store (results/benchmark.duckdb)")
     p.add_argument("--out-dir", required=True, help="directory of the Markdown, LaTeX and CSV tables")
     p.set_defaults(func=cmd_render_tables)
+
+    p = sub.add_parser("plan", help="each adaptation job's GPUs, predicted GPU peak, host memory, minutes, GPU-hours")
+    p.add_argument("config", nargs="+", help="config YAML file(s), merged in order")
+    p.add_argument("--gpu-memory-gb", type=float, default=None, help="default: config resources.gpu_memory_gb (80)")
+    p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("audit-reward", help="advantages each method's reward gives GRPO (TTRV diversity term)")
     p.add_argument("--groups", type=int, default=256, help="sampled prompts")

@@ -295,3 +295,52 @@ def family(name: str) -> Family:
     if name not in FAMILIES:
         raise KeyError(f"unknown model family {name!r} (config key demo_model.family); known: {', '.join(FAMILIES)}")
     return FAMILIES[name]
+
+
+
+def traced_image_features(model, images: int, tokens_per_image: int):
+    """The image features of `images` square images of `tokens_per_image` tokens each, computed by the
+    model's own vision tower on placeholder pixels under plan/memory.py's fake tensors (only shapes
+    matter). InternVL: 448 px tiles of 256 tokens through `get_image_features`. Qwen-VL: flattened
+    patches (2 frames x patch^2 pixels, merged 2 x 2 into one token) through the tower itself, with
+    the grid-derived indices transformers lets callers precompute (transformers/vision_utils.py) made
+    from real tensors, and packed attention through a flash-named kernel (`_packed_trace_attention`):
+    the towers' other paths read sequence lengths with `.tolist()`, which fake tensors cannot answer."""
+    config = model.config
+    vision = config.vision_config
+    if config.model_type == "internvl":
+        per_tile = int((vision.image_size[0] // vision.patch_size[0] * config.downsample_ratio) ** 2)
+        tiles = images * -(-tokens_per_image // per_tile)
+        return model.model.get_image_features(pixel_values=torch.zeros(tiles, 3, *vision.image_size)).pooler_output
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+    from transformers import AttentionInterface
+    from transformers import vision_utils as vu
+    from transformers.utils.generic import get_max_seqlen
+
+    AttentionInterface.register("flash_packed_trace", _packed_trace_attention)
+    tower = model.model.visual
+    tower.config._attn_implementation = "flash_packed_trace"
+    side = vision.spatial_merge_size * max(1, round(tokens_per_image ** 0.5))  # patches per side
+    with unset_fake_temporarily():
+        grid = torch.tensor([[1, side, side]] * images)
+        extra = {"position_ids": vu.get_vision_position_ids(grid, vision.spatial_merge_size)}
+        extra["cu_seqlens"], _ = vu.get_vision_attention_seqlens(grid, vision)
+        extra["max_seqlen"] = side * side
+        if config.model_type == "qwen2_5_vl":
+            extra["window_index"], extra["cu_window_seqlens"] = vu.get_vision_window_index(
+                grid, vision.spatial_merge_size, vision.window_size, vision.patch_size)
+            extra["max_window_seqlen"] = get_max_seqlen(torch.as_tensor(extra["cu_window_seqlens"]), tower.config)
+        else:  # Qwen3-VL's learned position table, resampled to the grid
+            extra["interp_indices"], extra["interp_weights"] = vu.get_vision_interpolation_indices_and_weights(
+                grid, tower.num_grid_per_side, mode=tower.interpolation_mode,
+                align_corners=tower.interpolation_align_corners, spatial_merge_size=vision.spatial_merge_size)
+    pixels = torch.zeros(images * side * side, 3 * vision.temporal_patch_size * vision.patch_size ** 2)
+    return tower(pixels, grid_thw=grid, **extra).pooler_output
+
+
+def _packed_trace_attention(module, query, key, value, attention_mask=None, scaling=None, **kwargs):
+    """Attention over a packed sequence for memory traces: one fused-kernel call over all tokens keeps
+    O(tokens) memory, as flash-attention's variable-length kernel does on the GPU (its FLOPs are those
+    of full attention: an upper bound for windowed towers)."""
+    out = torch.nn.functional.scaled_dot_product_attention(query, key, value, scale=scaling)
+    return out.transpose(1, 2), None

@@ -1,0 +1,287 @@
+"""What an adaptation job costs before it runs: GPUs, offload, micro-batch, GPU peak, host memory,
+minutes and GPU-hours, decided from traced memory (memory.py) rather than a rule of thumb.
+
+- GPU peak: the traced step (memory.py) times the calibration factor, which is the mean ratio of
+  measured to traced peak over the measured points in data/calibration.csv (H100 runs; 0.78 with
+  the shipped traces: the trace holds more than the GPU did, e.g. CPU autocast's fp32 outputs). Each peak is traced at the job's own micro-batch and generation share (cached).
+- Several GPUs: FSDP2 full sharding divides weights, gradients and AdamW state by the GPU count;
+  activations stay per process. (The traced alternative, torch's FSDPMemTracker on a fake process
+  group, is not wired yet: see the report of helper h24mem.)
+- Host memory counts every copy (issue 23 finding 5): the checkpoint loaded by every process, the
+  pinned fp32 WeightSnapshot of the trainable weights (adaptation/weights.py, one per process), the
+  offloaded fp32 weights + gradients + AdamW state, the bf16 reference model loaded by every
+  process, the dataloader and the Python process.
+- Minutes: traced FLOPs at the throughput the TTRV authors' own logs show (authors-runs.md:
+  InternVL3-2B, 4 GPUs, update 9.4 s for 4 prompts x 16 trained rollouts of ~1,490 + 5 tokens).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+
+from . import memory
+from .memory import StepShape
+
+CALIBRATION = Path(__file__).parent / "data" / "calibration.csv"
+GPU_COUNTS = (1, 2, 4, 8)
+MICRO_BATCHES = (64, 32, 16, 8, 4, 2, 1)
+# The TTRV authors' update phase (authors-runs.md, verl/logs/ai2d InternVL3-2B 20 samples "2e"):
+# 4 prompts x 16 trained rollouts of ~1,490 prompt + 5.4 completion tokens, forward + backward with
+# gradient checkpointing, in 9.4 s on 4 GPUs (their machine: 4 A100 + 4 A6000, TTRV paper Appendix).
+AUTHORS_UPDATE = {"sequences": 64, "tokens": 1490 + 5.4, "seconds": 9.4, "gpus": 4}
+HOST_OVERHEAD_GB = 8.0  # per process: Python, CUDA host context, dataloader workers, images
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """One adaptation job's shape, from its resolved method preset (adaptation/presets.py)."""
+
+    rollouts: int  # sequences generated per prompt (TTRV: the 32 votes)
+    trained: int  # of which trained on (TTRV: 16)
+    prompts_per_step: int
+    new_tokens: int  # max completion tokens (memory is sized for the longest)
+    rounds: int  # generation rounds of the whole job
+    micro_batch: int | None = None  # sequences per training forward; None: the largest that fits
+    prompt_tokens: int = 64  # text tokens besides the image
+    image_tokens: int = 1280  # InternVL: 5 tiles of an 896 px image; the authors' AI2D prompts: ~1,490 tokens
+    freeze_vision: bool = True
+    gradient_checkpointing: bool = True
+    reference: bool = True  # a KL reference model (kl_beta > 0)
+    fp32_master: bool = True
+    generation_batch: int | None = None  # sequences HF generate decodes at once (None: one prompt's group)
+    per_sample: bool = False  # VR-TTRL: the weights restored before every sample (WeightSnapshot)
+    vllm_share: float = 0.0  # GPU share of a colocated vLLM engine (adaptation.vllm.gpu_memory_utilization)
+
+    @classmethod
+    def from_preset(cls, hyperparameters: dict, n_samples: int, per_sample: bool = False, **extra) -> "JobSettings":
+        h = hyperparameters
+        prompts = h.get("prompts_per_step", 1)
+        epochs = h.get("epochs", 1)
+        rounds = n_samples * epochs if per_sample else epochs * math.ceil(n_samples / prompts)
+        return cls(rollouts=h.get("n_votes") or h["num_generations"], trained=h["num_generations"],
+                   prompts_per_step=prompts, new_tokens=h.get("max_completion_length", 1024), rounds=rounds,
+                   micro_batch=h.get("micro_batch_size"), freeze_vision=h.get("freeze_vision", True),
+                   gradient_checkpointing=h.get("gradient_checkpointing", True),
+                   reference=bool(h.get("kl_beta", 0)), generation_batch=h.get("generation_batch_size"),
+                   per_sample=per_sample, **extra)
+
+    def shape(self, sequences: int, kind: str = "train") -> StepShape:
+        return StepShape(sequences=sequences, prompt_tokens=self.prompt_tokens, image_tokens=self.image_tokens,
+                         new_tokens=self.new_tokens, fp32_master=self.fp32_master,
+                         trainable_vision=not self.freeze_vision,
+                         gradient_checkpointing=self.gradient_checkpointing, kind=kind)
+
+
+@dataclass(frozen=True)
+class Decision:
+    gpus: int
+    offload: bool
+    micro_batch: int
+    gpu_peak_gb: float  # per GPU, calibrated: training step (+ reference shard), or generation if larger
+    host_gb: float
+    mem_mb: int  # SLURM host memory request
+    runtime_min: int  # SLURM time limit
+    gpu_hours: float
+    predicted: dict = field(default_factory=dict)  # the parts behind the numbers
+
+
+@dataclass(frozen=True)
+class Calibration:
+    factor: float
+    points: list  # rows of calibration.csv with the traced peak beside the measured one
+
+
+def _bool(text: str) -> bool:
+    return text.strip().lower() == "true"
+
+
+def calibration_points() -> list[dict]:
+    with open(CALIBRATION, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def point_shape(row: dict) -> StepShape:
+    return StepShape(sequences=int(row["sequences"]), prompt_tokens=int(row["prompt_tokens"]),
+                     image_tokens=int(row["image_tokens"]), new_tokens=int(row["new_tokens"]),
+                     fp32_master=_bool(row["fp32_master"]), trainable_vision=_bool(row["trainable_vision"]),
+                     gradient_checkpointing=_bool(row["gradient_checkpointing"]), kind=row["kind"],
+                     autocast=_bool(row["autocast"]))
+
+
+@lru_cache(maxsize=1)
+def calibration() -> Calibration:
+    """The factor from measured over traced peak, averaged over the points that fitted."""
+    points = []
+    for row in calibration_points():
+        trace = memory.cached_trace(memory.model_config(row["model"]), point_shape(row))
+        points.append({**row, "traced_gb": trace.peak_gb})
+    ratios = [float(p["measured_gb"]) / p["traced_gb"] for p in points if p["outcome"] == "fit"]
+    return Calibration(factor=sum(ratios) / len(ratios), points=points)
+
+
+def gpu_peak_gb(config, settings: JobSettings, micro_batch: int, gpus: int, offload: bool = False,
+                gpu_memory_gb: float = 80) -> dict:
+    """Calibrated per-GPU peaks of a training step (traced at this micro-batch) and of a generation
+    prefill (traced at this process's share of the generation batch), and their parts."""
+    factor = calibration().factor
+    train_trace = memory.cached_trace(config, settings.shape(micro_batch))
+    bytes_per = 4 if settings.fp32_master else 2
+    # weights + gradients + AdamW's two moments of the trainable part: what FSDP2 shards
+    state = (train_trace.parameters * bytes_per + train_trace.trainable * 3 * bytes_per) / memory.GB
+    activations = train_trace.peak_gb - state
+    held = 0.0 if offload else state / gpus  # offloaded: on the host, streamed in a layer at a time
+    reference = 2 * train_trace.parameters / memory.GB / gpus if settings.reference else 0.0  # bf16, sharded
+    engine = settings.vllm_share * gpu_memory_gb  # the colocated engine reserves its share for good
+    train = factor * (held + activations) + reference + engine
+    if engine:  # vLLM generates: HF's generate never runs
+        generation = 0.0
+    else:
+        share = math.ceil((settings.generation_batch or settings.rollouts) / gpus)  # each process its share
+        generation = factor * memory.cached_trace(config, settings.shape(share, "prefill")).peak_gb
+    return {"train_gb": train, "generation_gb": generation, "state_gb": state, "activations_gb": activations,
+            "reference_gb": reference, "vllm_gb": engine, "factor": factor}
+
+
+def host_gb(parameters: int, trainable: int, gpus: int, offload: bool, reference: bool, per_sample: bool) -> dict:
+    """Host memory of the whole job, every copy counted (issue 23 finding 5)."""
+    parts = {
+        "checkpoint_loads": gpus * 4 * parameters / memory.GB,  # each process loads fp32 weights
+        "snapshots": gpus * 4 * trainable / memory.GB if per_sample else 0.0,  # pinned WeightSnapshot per process
+        "offloaded_state": 16 * trainable / memory.GB + 4 * (parameters - trainable) / memory.GB if offload else 0.0,
+        "reference_loads": gpus * 2 * parameters / memory.GB if reference else 0.0,
+        "processes": gpus * HOST_OVERHEAD_GB,
+    }
+    return {**parts, "total_gb": sum(parts.values())}
+
+
+def authors_throughput_flops() -> float:
+    """FLOP/s per GPU the TTRV authors reached in their update phase: its FLOPs (InternVL3-2B's
+    traced FLOPs per token, from the first calibration point's trace) over their logged time."""
+    a, row = AUTHORS_UPDATE, calibration_points()[0]
+    trace = memory.cached_trace(memory.model_config(row["model"]), point_shape(row))
+    per_token = trace.flops / (int(row["sequences"]) * (int(row["prompt_tokens"]) + int(row["image_tokens"])
+                                                         + int(row["new_tokens"])))
+    return per_token * a["sequences"] * a["tokens"] / (a["seconds"] * a["gpus"])
+
+
+def runtime_minutes(config, settings: JobSettings, micro_batch: int, gpus: int) -> dict:
+    """Compute minutes of the job at the authors' achieved throughput. FLOPs: training forwards +
+    backwards on the trained rollouts, old / reference forwards on all rollouts (a third of forward +
+    backward each), decoding at 2 FLOPs per parameter per new token (prefill is in the forwards)."""
+    trace = memory.cached_trace(config, settings.shape(micro_batch))
+    per_sequence = trace.flops / micro_batch  # FLOPs are linear in the sequences of a forward
+    rate = authors_throughput_flops()
+    per_round = settings.prompts_per_step * (
+        settings.trained * per_sequence
+        + settings.rollouts * per_sequence / 3 * (2 if settings.reference else 1)
+        + settings.rollouts * settings.new_tokens * 2 * trace.parameters)
+    flops = per_round * settings.rounds
+    return {"flops": flops, "flops_per_gpu_second": rate, "compute_min": flops / (rate * gpus) / 60}
+
+
+def decide(config, settings: JobSettings, gpu_memory_gb: float = 80, gpus: int | None = None,
+           micro_batch: int | None = None, job: str = "adaptation job", keys: str = "models.<name>.gpus") -> Decision:
+    """GPUs, offload and micro-batch for one job: the fewest GPUs (powers of two up to 8) on which the
+    largest micro-batch that fits does, offload only where no GPU count fits without it.
+    `gpus` / `micro_batch` (config `models.<name>.gpus`, the method's `micro_batch_size`) override.
+    Raises ValueError naming the job, the predicted peak, the GPU's memory and the keys to change."""
+    micro_batch = micro_batch or settings.micro_batch
+    counts = [gpus] if gpus else list(GPU_COUNTS)
+    batches = [micro_batch] if micro_batch else [b for b in MICRO_BATCHES if b <= settings.trained]
+    best = None
+    for offload in (False, True):
+        for count in counts:
+            for batch in batches:
+                peaks = gpu_peak_gb(config, settings, batch, count, offload, gpu_memory_gb)
+                peak = max(peaks["train_gb"], peaks["generation_gb"])
+                best = min(best or (peak, count, batch, offload, peaks), (peak, count, batch, offload, peaks),
+                           key=lambda t: t[0])
+                if peak <= gpu_memory_gb:
+                    return _decision(config, settings, count, batch, offload, peaks)
+    peak, count, batch, offload, peaks = best
+    raise ValueError(
+        f"{job}: predicted GPU peak {peak:.1f} GB per GPU (training {peaks['train_gb']:.1f}, generation "
+        f"{peaks['generation_gb']:.1f}; {count} GPU(s), micro-batch {batch}, offload {offload}) exceeds the "
+        f"GPU's {gpu_memory_gb:g} GB (resources.gpu_memory_gb). Change {keys}, the method's "
+        "micro_batch_size / generation_batch_size, or resources.gpu_memory_gb")
+
+
+def _decision(config, settings, gpus, micro_batch, offload, peaks) -> Decision:
+    one = memory.cached_trace(config, settings.shape(micro_batch))
+    host = host_gb(one.parameters, one.trainable, gpus, offload, settings.reference, settings.per_sample)
+    time = runtime_minutes(config, settings, micro_batch, gpus)
+    minutes = time["compute_min"] * (3 if offload else 1) + 10  # offload: PCIe-bound steps; 10: start-up
+    return Decision(gpus=gpus, offload=offload, micro_batch=micro_batch,
+                    gpu_peak_gb=round(max(peaks["train_gb"], peaks["generation_gb"]), 1),
+                    host_gb=round(host["total_gb"], 1), mem_mb=int(1000 * math.ceil(host["total_gb"] * 1.1)),
+                    runtime_min=int(math.ceil(2 * minutes)), gpu_hours=round(gpus * minutes / 60, 2),
+                    predicted={**peaks, **host, **time, "parameters": one.parameters, "trainable": one.trainable})
+
+
+def predict_for_benchmark(model_source: str, sequences: int, new_tokens: int, image_tokens: int,
+                          fp32_master: bool, trainable_vision: bool = True, prompt_tokens: int = 48,
+                          gradient_checkpointing: bool = True) -> float:
+    """Calibrated peak GB of one training forward + backward on one GPU (benchmarks/gpu.py writes it
+    beside the measured peak, so each GPU run is a new calibration point)."""
+    shape = StepShape(sequences, prompt_tokens, image_tokens, new_tokens, fp32_master=fp32_master,
+                      trainable_vision=trainable_vision, gradient_checkpointing=gradient_checkpointing)
+    return calibration().factor * memory.cached_trace(memory.model_config(model_source), shape).peak_gb
+
+
+__all__ = ["JobSettings", "Decision", "decide", "calibration", "host_gb", "predict_for_benchmark", "replace"]
+
+
+def model_source(plan, model: str) -> str:
+    """Where a model's config.json is read: its source, or for an InternVL original converted by the
+    workflow (models.<name>.convert_from) the original's id (the converted copy may not exist yet)."""
+    entry = plan.config["models"][model]
+    return entry.get("source") or entry["convert_from"]
+
+
+def job_settings(plan, job) -> JobSettings:
+    """An adaptation job's shape from its resolved preset and its sample count: the protocol's, or for
+    a per-sample method (VR-TTRL) the evaluated samples (`evaluation.<task>.samples`), each adapted on."""
+    count = job.protocol.split("_")[0][1:]
+    n_samples = int(count) if count.isdigit() else 0  # "all": unknown before the data is prepared (no rounds)
+    evaluated = plan.config["evaluation"][plan.section[job.dataset]].get("samples")
+    if job.rule == "adapt_per_sample" and isinstance(evaluated, int):
+        n_samples = evaluated
+    spec = plan.method_specs[job.method]
+    adaptation = plan.config["adaptation"]
+    # "auto" takes vLLM where it is installed, as envs/gpu.yaml does on a cluster
+    backend = spec["hyperparameters"].get("rollout_backend", adaptation["rollout_backend"])
+    share = adaptation["vllm"]["gpu_memory_utilization"] if backend in ("auto", "vllm") else 0.0
+    return JobSettings.from_preset(spec["hyperparameters"], n_samples, per_sample=job.rule == "adapt_per_sample",
+                                   vllm_share=share)
+
+
+def job_decision(plan, job, gpu_memory_gb: float | None = None) -> Decision:
+    """`decide` for one adaptation job of a Plan (plan/grid.py), the config's overrides applied."""
+    model = plan.config["models"][job.model]
+    gpu_memory_gb = gpu_memory_gb or plan.config.get("resources", {}).get("gpu_memory_gb", 80)
+    name = f"{job.rule} {job.model}/{job.method}/{job.dataset}/{job.protocol}/seed{job.seed}"
+    return decide(memory.model_config(model_source(plan, job.model)), job_settings(plan, job), gpu_memory_gb,
+                  gpus=model.get("gpus"), job=name,
+                  keys=f"models.{job.model}.gpus or adaptation.hyperparameters (micro_batch_size)")
+
+
+def plan_table(plan, gpu_memory_gb: float | None = None) -> tuple[list[dict], dict]:
+    """One row per adaptation job (GPUs, GPU peak, host memory, minutes, GPU-hours) and the totals:
+    GPU-hours, and hours on one 8-GPU node packing jobs by GPUs (a lower bound: perfect packing)."""
+    rows = []
+    for job in plan.jobs():
+        if job.rule not in ("adapt", "adapt_per_sample"):
+            continue
+        d = job_decision(plan, job, gpu_memory_gb)
+        known = job_settings(plan, job).rounds > 0  # n_samples "all": the sample count is not known yet
+        rows.append({"job": f"{job.rule} {job.model}/{job.method}/{job.dataset}/{job.protocol}/seed{job.seed}",
+                     "gpus": d.gpus, "offload": d.offload, "micro_batch": d.micro_batch, "gpu_peak_gb": d.gpu_peak_gb,
+                     "host_gb": d.host_gb, "minutes": round(d.gpu_hours * 60 / d.gpus) if known else None,
+                     "gpu_hours": d.gpu_hours if known else None})
+    gpu_hours = sum(r["gpu_hours"] or 0 for r in rows)
+    return rows, {"jobs": len(rows), "gpu_hours": round(gpu_hours, 1), "node_hours_8gpu": round(gpu_hours / 8, 1),
+                  "factor": round(calibration().factor, 3)}

@@ -1,0 +1,281 @@
+"""Peak GPU memory of one training step or one generation prefill, traced by PyTorch without a GPU.
+
+transformers' own model class is built from the model's config under `FakeTensorMode` (tensors with
+shapes and dtypes but no storage), and `torch.distributed._tools.mem_tracker.MemTracker` records
+every tensor alive during one forward + backward (weights, gradients, AdamW state, activations,
+temporaries) and its peak. Traps met, each handled below (issue 24):
+- `module.to()` cannot swap fake parameters: the model is built under the target default dtype.
+- `torch.autocast("cuda")` switches itself off without a driver and backward on fake CUDA tensors
+  fails: fake CPU tensors under CPU bf16 autocast (attention then takes the flash kernel, as on a GPU).
+- MemTracker updates every module's own peak on every operator (quadratic in depth): only the
+  global peak is kept (`_FrozenAwareTracker._update_peak_stats`).
+- MemTracker puts gradient hooks on every parameter of a module it enters and fails on frozen ones:
+  `_FrozenAwareTracker` installs them only on modules whose parameters all train (the peak counts
+  every tensor either way; hooks only label gradients). A frozen vision tower runs under `no_grad`,
+  so the tower and the language model are traced as two calls (`get_image_features`, then the
+  language model on `inputs_embeds`), which is also what the model's own forward does.
+- A fake optimizer step's transients are not a fused CUDA AdamW's: the AdamW state is made resident
+  by one step before tracking, and the peak is read before `step()`.
+- Qwen-VL towers read sequence lengths from `image_grid_thw` with `.tolist()` (data-dependent):
+  models/families.py `traced_image_features` passes the grid-derived indices precomputed from real
+  tensors and a flash-named packed attention (transformers' own hooks for both).
+The traced peak is scaled by the calibration factor (cost.py, data/calibration.csv) to the peaks
+measured on a GPU: the trace cannot see the CUDA context, the caching allocator's fragmentation or
+kernels' workspaces, and holds what a GPU does not (CPU autocast keeps more fp32 outputs).
+
+Traces are cached on disk by a hash of (model config, shape) because one takes 10 s to minutes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import copy
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+GB = 1e9
+TRACE_VERSION = 1  # bump when the traced procedure changes: old cache entries are then ignored
+SHIPPED_TRACES = Path(__file__).parent / "data" / "traces.json"
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """What one process holds in one training forward (or one generation prefill)."""
+
+    sequences: int  # sequences in one forward: the micro-batch (or the generation batch)
+    prompt_tokens: int  # text tokens of a prompt besides its image tokens
+    image_tokens: int  # image tokens per sequence (InternVL: 256 per 448 px tile; Qwen-VL: 1 per 28 px square)
+    new_tokens: int  # completion tokens (the training logits are computed for these only)
+    fp32_master: bool = True  # fp32 weights + AdamW under bf16 autocast; False: bf16 weights and state
+    trainable_vision: bool = True
+    gradient_checkpointing: bool = True
+    kind: str = "train"  # "train": forward + backward with AdamW state; "prefill": generate's first forward
+    autocast: bool = True  # bf16 autocast; False: every op in the weights' dtype (issue 23 finding 9: the
+    # first generation of a run happened before accelerate wrapped forward in autocast)
+
+    def __post_init__(self):
+        if self.kind not in ("train", "prefill"):
+            raise ValueError(f"StepShape.kind must be 'train' or 'prefill', not {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class Trace:
+    peak_gb: float  # traced peak of one process, before calibration
+    parameters: int
+    trainable: int
+    flops: float  # of the traced forward (+ backward for "train")
+    seconds: float  # time the trace took here
+    breakdown_gb: dict  # MemTracker's categories at the peak
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Trace":
+        return cls(**data)
+
+
+MODEL_CONFIGS = Path(__file__).parent / "data" / "model_configs.json"
+
+
+def model_config(source: str):
+    """The transformers config of `source` (a local model directory or a Hub id): its own
+    config.json from the directory or the Hugging Face cache, else offline from the shipped table of
+    the papers' models (data/model_configs.json). Raises naming the source if neither has it."""
+    from transformers import AutoConfig
+
+    with contextlib.suppress(OSError, ValueError):
+        return AutoConfig.from_pretrained(source, local_files_only=True)
+    table = json.loads(MODEL_CONFIGS.read_text())
+    entry = table.get(table["_aliases"].get(source, source))
+    if entry is None:
+        known = ", ".join(k for k in table if not k.startswith("_"))
+        raise ValueError(f"no config.json for model {source!r}: not a local directory, not in the Hugging Face "
+                         f"cache, not in {MODEL_CONFIGS.name} (known: {known})")
+    entry = dict(entry)
+    return AutoConfig.for_model(entry.pop("model_type"), **entry)
+
+
+def config_dict(config) -> dict:
+    """The fields of a transformers config that define the architecture (for the cache key)."""
+    return json.loads(config.to_json_string(use_diff=True))
+
+
+def trace_key(config, shape: StepShape) -> str:
+    payload = json.dumps({"v": TRACE_VERSION, "config": config_dict(config), "shape": asdict(shape)}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("TTRL_BENCH_TRACE_CACHE", Path.home() / ".cache" / "ttrl-bench" / "traces"))
+
+
+def cached_trace(config, shape: StepShape, trace_fn=None) -> Trace:
+    """The trace of (config, shape): from the shipped traces (data/traces.json), the local cache, or a
+    new trace run now (then cached)."""
+    key = trace_key(config, shape)
+    shipped = json.loads(SHIPPED_TRACES.read_text()) if SHIPPED_TRACES.exists() else {}
+    if key in shipped:
+        return Trace.from_json(shipped[key]["trace"])
+    path = cache_dir() / f"{key}.json"
+    if path.exists():
+        return Trace.from_json(json.loads(path.read_text())["trace"])
+    trace = (trace_fn or trace_step)(config, shape)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"shape": asdict(shape), "config": config_dict(config), "trace": asdict(trace)}))
+    return trace
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype):
+    import torch
+
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def build_fake(config, dtype):
+    """transformers' own model class for `config`, with fake (storage-less) parameters of `dtype`."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from transformers import AutoModelForImageTextToText
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    with mode, torch.device("cpu"), _default_dtype(dtype):
+        model = AutoModelForImageTextToText.from_config(copy.deepcopy(config))  # the trace edits its config
+    return model, mode
+
+
+def _language_forward(model, features, shape: StepShape, logits_to_keep: int, use_cache: bool):
+    """The language model and head on prompt + completion embeddings, image features in place of the
+    image tokens (what the model's forward does after `get_image_features`)."""
+    import torch
+
+    length = shape.prompt_tokens + shape.image_tokens + (shape.new_tokens if shape.kind == "train" else 0)
+    ids = torch.zeros(shape.sequences, length, dtype=torch.long)
+    embeds = model.get_input_embeddings()(ids)
+    start = shape.prompt_tokens // 2  # the image sits inside the prompt
+    image = features.reshape(shape.sequences, -1, embeds.shape[-1])[:, : shape.image_tokens].to(embeds.dtype)
+    embeds = torch.cat([embeds[:, :start], image, embeds[:, start + image.shape[1]:]], dim=1)
+    return model(inputs_embeds=embeds, attention_mask=torch.ones_like(ids), logits_to_keep=logits_to_keep,
+                 use_cache=use_cache)
+
+
+def trace_step(config, shape: StepShape) -> Trace:
+    """Trace one step of `shape` on transformers' model for `config` (no GPU, no real memory: fake
+    tensors) and return its peak memory per process, parameter counts and FLOPs."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from ..models.families import traced_image_features
+
+    started = time.time()
+    dtype = torch.float32 if shape.fp32_master else torch.bfloat16
+    model, mode = build_fake(config, dtype)
+    parameters = sum(p.numel() for p in model.parameters())
+    train = shape.kind == "train"
+    tower = _tower(model)
+    with mode:
+        if train:
+            if not shape.trainable_vision:
+                tower.requires_grad_(False)
+            model.train()  # transformers checkpoints layers only in training mode
+            if shape.gradient_checkpointing:
+                # reentrant: the checkpointed forward runs under no_grad. With the non-reentrant kind,
+                # MemTracker's module hooks keep every layer's activations alive (a 1,360-token
+                # InternVL3-2B layer added 7 GB instead of its 0.13 GB input); on a GPU both kinds hold
+                # the same: each layer's input, and one layer recomputed at a time.
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+            model.config.use_cache = False
+            params = [p for p in model.parameters() if p.requires_grad]
+            optimizer = torch.optim.AdamW(params, lr=1e-6, foreach=True)
+            for p in params:  # AdamW's state resident, as from the second step on
+                p.grad = torch.zeros_like(p)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+        else:
+            model.requires_grad_(False)
+            params, optimizer = [], None
+        gc.collect()  # garbage of the build is not the step's
+        tracker = _frozen_aware_tracker()
+        tracker.track_external(*([model, optimizer] if optimizer else [model]))
+        flops = FlopCounterMode(display=False)
+        with tracker, flops, torch.autocast("cpu", dtype=torch.bfloat16, enabled=shape.autocast):
+            with torch.no_grad() if not (train and shape.trainable_vision) else contextlib.nullcontext():
+                features = traced_image_features(model, shape.sequences, shape.image_tokens)
+            with torch.no_grad() if not train else contextlib.nullcontext():
+                out = _language_forward(model, features, shape, shape.new_tokens + 1 if train else 1, not train)
+            if train:
+                # TRL's per-token log-probabilities: log-softmax of the completion logits in fp32
+                logits = out.logits.float()
+                loss = torch.log_softmax(logits, dim=-1).amax(-1).mean()
+                del out, logits
+                loss.backward()
+        peak = tracker.get_tracker_snapshot("peak")
+    device_peak = max(peak.values(), key=lambda d: d["Total"])
+    return Trace(peak_gb=device_peak["Total"] / GB, parameters=parameters,
+                 trainable=sum(p.numel() for p in params), flops=float(flops.get_total_flops()),
+                 seconds=round(time.time() - started, 1),
+                 breakdown_gb={str(k): round(v / GB, 3) for k, v in device_peak.items() if v})
+
+
+def _layers(config) -> tuple[str, str]:
+    """The config fields holding the language model's and the vision tower's depth."""
+    vision = "num_hidden_layers" if hasattr(config.vision_config, "num_hidden_layers") else "depth"
+    return "num_hidden_layers", vision
+
+
+def with_layers(config, text_layers: int, vision_layers: int):
+    config = copy.deepcopy(config)
+    text_field, vision_field = _layers(config)
+    setattr(config.text_config, text_field, text_layers)
+    setattr(config.vision_config, vision_field, vision_layers)
+    return config
+
+
+def _frozen_aware_tracker():
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    class _FrozenAwareTracker(MemTracker):
+        def _track_module_params_and_buffers(self, module, install_grad_hooks=True):
+            trains = all(p.requires_grad for p in module.parameters())
+            return super()._track_module_params_and_buffers(module, install_grad_hooks and trains)
+
+        def _update_peak_stats(self, peak_state) -> None:
+            # Only the global peak: MemTracker also updates every tracked module's peak on every
+            # operator, quadratic in the depth (a 52-layer InternVL3-2B step: most of an hour here).
+            for dev, snap in self._curr_mem_snap.items():
+                if self._peak_mem.get(dev, 0) < snap["Total"]:
+                    self._peak_mem[dev] = snap["Total"]
+                    self._peak_mem_snap[dev] = dict(snap)
+
+    return _FrozenAwareTracker()
+
+
+def _tower(model):
+    from ..models.families import vision_tower
+
+    return vision_tower(model)
+
+
+def ship_cache() -> int:
+    """Copy every trace of the local cache into the shipped data/traces.json (how the committed traces
+    are regenerated: delete data/traces.json, run `ttrl-bench plan CONFIG` for the paper configs and
+    `python -m ttrl_bench.plan.memory`, which also traces the calibration points)."""
+    shipped = json.loads(SHIPPED_TRACES.read_text()) if SHIPPED_TRACES.exists() else {}
+    for path in sorted(cache_dir().glob("*.json")):
+        shipped[path.stem] = json.loads(path.read_text())
+    SHIPPED_TRACES.write_text(json.dumps(shipped, indent=1, sort_keys=True) + "\n")
+    return len(shipped)
+
+
+if __name__ == "__main__":
+    from .cost import calibration
+
+    print(f"calibration factor {calibration().factor:.3f}; {ship_cache()} traces in {SHIPPED_TRACES}")

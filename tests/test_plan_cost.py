@@ -1,0 +1,135 @@
+"""The cost model (plan/memory.py, plan/cost.py): traced memory, calibration against the H100 runs,
+host memory, and the GPU / offload / micro-batch decision."""
+
+import pytest
+import torch
+
+from ttrl_bench.plan import cost, memory
+from ttrl_bench.plan.memory import StepShape, Trace
+
+
+@pytest.mark.parametrize("source, billions", [
+    ("OpenGVLab/InternVL3-2B-hf", 1.856),  # gpu-probe.md: 1.856 B (the H100 probe's model)
+    ("Qwen/Qwen2.5-VL-7B-Instruct", 8.292),  # issue 23 finding 5: 8.29 B, not the config's params_b 7
+])
+def test_shipped_configs_build_the_published_sizes(source, billions):
+    model, _ = memory.build_fake(memory.model_config(source), torch.bfloat16)
+    assert round(sum(p.numel() for p in model.parameters()) / 1e9, 3) == billions
+
+
+def test_unknown_model_names_the_source_and_the_table():
+    with pytest.raises(ValueError, match="no-such/model.*model_configs.json"):
+        memory.model_config("no-such/model")
+
+
+def _tiny_internvl():
+    config = memory.model_config("OpenGVLab/InternVL3-2B-hf")
+    text = config.text_config
+    text.num_hidden_layers, text.hidden_size, text.intermediate_size, text.vocab_size = 1, 128, 256, 512
+    text.num_attention_heads, text.num_key_value_heads = 2, 1
+    config.vision_config.num_hidden_layers, config.vision_config.hidden_size = 1, 64
+    config.vision_config.num_attention_heads, config.vision_config.intermediate_size = 2, 128
+    return config
+
+
+def test_traced_step_holds_fp32_weights_adamw_moments_and_activations():
+    shape = StepShape(sequences=2, prompt_tokens=16, image_tokens=256, new_tokens=8, fp32_master=True)
+    trace = memory.trace_step(_tiny_internvl(), shape)
+    parts = trace.breakdown_gb
+    assert trace.trainable == trace.parameters  # vision trainable: every parameter
+    # fp32 weights: 4 bytes per parameter; AdamW: two fp32 moments, 8 bytes per parameter
+    assert parts["_MemRefType.PARAM"] == pytest.approx(4 * trace.parameters / 1e9, abs=1e-3)
+    assert parts["_MemRefType.OPT"] == pytest.approx(8 * trace.parameters / 1e9, abs=1e-3)
+    assert trace.peak_gb > (12 + 4) * trace.parameters / 1e9  # + gradients + activations
+    assert trace.flops > 0
+
+
+def _calibration_point(name):
+    return next(p for p in cost.calibration().points if p["point"] == name)
+
+
+@pytest.mark.parametrize("name", ["probe-bf16", "probe-fp32"])
+def test_calibration_reproduces_the_h100_peaks(name):
+    """data/calibration.csv: the two peaks measured on the H100 (gpu-probe.md) within 10% with one
+    factor (shipped traces, data/traces.json)."""
+    calib = cost.calibration()
+    ratios = [float(p["measured_gb"]) / p["traced_gb"] for p in calib.points if p["outcome"] == "fit"]
+    assert len(ratios) == 2 and max(ratios) / min(ratios) < 1.1  # one factor explains bf16 and fp32 alike
+    point = _calibration_point(name)
+    assert calib.factor * point["traced_gb"] == pytest.approx(float(point["measured_gb"]), rel=0.10)
+
+
+@pytest.mark.parametrize("name", [
+    "oom-ttrv-preset", "oom-vr-ttrl-7b",
+    pytest.param("oom-hf-generate", marks=pytest.mark.xfail(strict=True, reason=(
+        "traced 80.4 GB, 63 GB calibrated: the H100 failed asking 20 GiB with 55 GiB allocated, "
+        "more than the prefill trace holds (open: see helper h24mem's report)"))),
+])
+def test_calibration_predicts_the_h100_out_of_memory_runs(name):
+    assert cost.calibration().factor * _calibration_point(name)["traced_gb"] > 80
+
+
+def test_host_memory_counts_every_copy():
+    # 8e9 parameters, 7e9 trainable, 4 processes, per-sample with a reference, no offload:
+    # 4 x 4 x 8 = 128 GB of fp32 loads, 4 x 4 x 7 = 112 GB of pinned snapshots, 4 x 2 x 8 = 64 GB of
+    # bf16 reference loads, 4 x 8 GB per process = 32 GB
+    host = cost.host_gb(8e9, 7e9, gpus=4, offload=False, reference=True, per_sample=True)
+    assert host["total_gb"] == pytest.approx(128 + 112 + 64 + 32)
+    # offloaded on 1 GPU: fp32 weights + gradients + 2 moments of the trainable part (16 x 7), fp32
+    # frozen weights (4 x 1), one load (32), no snapshot, one process (8)
+    host = cost.host_gb(8e9, 7e9, gpus=1, offload=True, reference=False, per_sample=False)
+    assert host["total_gb"] == pytest.approx(112 + 4 + 32 + 8)
+
+
+@pytest.fixture
+def synthetic(monkeypatch):
+    """Traces worked out by hand: 8e9 parameters (7e9 trainable, fp32 + AdamW: 116 GB of state),
+    2 GB of other activations + 1.5 GB per training sequence; prefill 16 GB + 0.1 GB per sequence;
+    calibration factor 1."""
+    def fake_trace(config, shape):
+        if shape.kind == "train":
+            return Trace(116 + 2 + 1.5 * shape.sequences, int(8e9), int(7e9), 1e12 * shape.sequences, 0, {})
+        return Trace(16 + 0.1 * shape.sequences, int(8e9), 0, 1e11 * shape.sequences, 0, {})
+    monkeypatch.setattr(memory, "cached_trace", fake_trace)
+    monkeypatch.setattr(cost, "calibration", lambda: cost.Calibration(1.0, []))
+    return cost.JobSettings(rollouts=32, trained=16, prompts_per_step=1, new_tokens=32, rounds=10)
+
+
+def test_decide_takes_the_fewest_gpus_and_the_largest_micro_batch_that_fit(synthetic):
+    # 1 GPU: 116 + 16 (bf16 reference) > 80. 2 GPUs: 58 + 8 + 2 + 1.5 m <= 80 -> m = 8 (16 gives 92)
+    d = cost.decide(None, synthetic, gpu_memory_gb=80)
+    assert (d.gpus, d.micro_batch, d.offload) == (2, 8, False)
+    assert d.gpu_peak_gb == pytest.approx(80.0)
+
+
+def test_decide_offloads_when_the_gpu_count_is_fixed(synthetic):
+    # models.<name>.gpus = 1: only offload fits: 2 + 1.5 x 16 + 16 = 42 GB
+    d = cost.decide(None, synthetic, gpu_memory_gb=80, gpus=1)
+    assert (d.gpus, d.micro_batch, d.offload, d.gpu_peak_gb) == (1, 16, True, 42.0)
+
+
+def test_decide_names_the_job_peak_memory_and_keys_when_nothing_fits(synthetic):
+    # 1 GPU, offload, micro-batch 1: 2 + 1.5 + 16 = 19.5 GB against 10 GB
+    with pytest.raises(ValueError, match=r"adapt m/ttrv.*19\.5 GB.*GPU's 10 GB.*models\.m\.gpus"):
+        cost.decide(None, synthetic, gpu_memory_gb=10, gpus=1, job="adapt m/ttrv", keys="models.m.gpus")
+
+
+
+def test_plan_table_has_a_row_per_adaptation_job_of_the_ttrv_config(synthetic):
+    from ttrl_bench.plan import Plan, load_config
+
+    rows, totals = cost.plan_table(Plan(load_config("config/ttrv.yaml")))
+    assert len(rows) == totals["jobs"] == 16 * 3  # Tables 1-2: 16 datasets x 3 InternVL models, TTRV
+    assert all(r["gpus"] >= 1 and r["gpu_peak_gb"] <= 80 for r in rows)
+    assert totals["gpu_hours"] == pytest.approx(sum(r["gpu_hours"] for r in rows), abs=0.1)
+    assert totals["node_hours_8gpu"] == pytest.approx(totals["gpu_hours"] / 8, abs=0.1)
+
+
+def test_decide_counts_a_colocated_vllm_engine(synthetic):
+    # 0.3 x 80 = 24 GB per GPU for vLLM. 2 GPUs: 58 + 8 + 2 + 24 > 80 at any micro-batch;
+    # 4 GPUs: 29 + 4 + 2 + 24 + 1.5 m <= 80 -> m = 8 (16 gives 83)
+    from dataclasses import replace
+
+    d = cost.decide(None, replace(synthetic, vllm_share=0.3), gpu_memory_gb=80)
+    assert (d.gpus, d.micro_batch, d.offload) == (4, 8, False)
+    assert d.predicted["vllm_gb"] == pytest.approx(24.0)
