@@ -41,6 +41,20 @@ def test_group_reward_parses_and_scores_each_group():
     assert record["label_accuracy"] == pytest.approx((1 + 0) / 2)
 
 
+@pytest.mark.parametrize("unparsable, majority, label_right", [
+    # "junk", "7", "7?" are unparsable: with the authors' convention "" wins the vote 3 to 1 (ratio 3/4)
+    # and is never right; with no_reward the label is A, the only parsed answer (1 of 4 votes), right
+    ("answer", 3 / 4, 0.0),
+    ("no_reward", 1 / 4, 1.0),
+])
+def test_logged_pseudo_label_follows_the_reward_convention(unparsable, majority, label_right):
+    reward = GroupReward("majority_vote", {"unparsable": unparsable}, num_generations=4)
+    reward(prompts=None, completions=_completions(["junk", "A", "7", "7?"]), id=["x"] * 4,
+           options=[["zero", "one", "two", "three"]] * 4, answer=["A"] * 4)
+    assert reward.records[0]["majority_fraction"] == pytest.approx(majority)
+    assert reward.records[0]["label_accuracy"] == label_right
+
+
 def test_split_group_is_refused():
     reward = GroupReward("ttrv", {}, num_generations=4)
     with pytest.raises(SplitGroupError, match="mix prompts"):

@@ -96,6 +96,8 @@ class GroupReward:
     def __init__(self, name: str, params: dict, num_generations: int, task=None, micro_batch: int = 8):
         params = dict(params)
         self.uncertainty_norm = params.pop("uncertainty", "vocab")
+        # the logged pseudo-label follows the reward's own convention (voting.py: may "" win the vote?)
+        self.unparsable = params.get("unparsable", "answer")
         self.reward = get_reward(name, **params)
         self.needs_uncertainty = getattr(self.reward, "needs_uncertainty", False)
         self.needs_texts = getattr(self.reward, "needs_texts", False)  # T3RL verifies the rollouts' text
@@ -185,12 +187,14 @@ class GroupReward:
         """Reward mean over the trained completions; answer statistics over every vote."""
         n = len(parsed)
         hashable = [json.dumps(p, sort_keys=True) if isinstance(p, list) else p for p in parsed]
-        label = majority_answer(hashable)
+        voted = any(p is not None for p in parsed) or self.unparsable == "answer"
+        label = majority_answer(hashable, self.unparsable)
         return {
             "reward_mean": sum(group_rewards) / len(group_rewards),
             "answer_entropy": answer_entropy(hashable),
-            "majority_fraction": sum(a == label for a in hashable) / n if label is not None else 0.0,
-            # the authors' train/label_accuracy: is the majority answer (the pseudo-label) correct
+            # the authors' train/majority_ratio: votes for the pseudo-label ("" included where it can win)
+            "majority_fraction": sum(a == label for a in hashable) / n if voted else 0.0,
+            # the authors' train/label_accuracy: is the pseudo-label correct ("" never is)
             "label_accuracy": float(self.task.score(parsed[hashable.index(label)], gold)) if label is not None else 0.0,
             "unparsable_fraction": sum(p is None for p in parsed) / n,
             "rollout_accuracy": sum(self.task.score(p, gold) for p in parsed) / n,
