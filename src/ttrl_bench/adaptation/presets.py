@@ -15,7 +15,7 @@ from .echo import ECHO_DEFAULTS, check_update
 # The authors' published run logs (Akshit21112002/TTRV, verl/logs/<dataset>/<n>/*.log, e.g.
 # ai2d_20_OpenGVLab_InternVL3-2B_2e_0916_235226.log; each log starts with the run's full config) and the verl fork
 # that wrote them. THE DEFAULT: these runs produced the published numbers we compare with. verl's update, in
-# TRL's knobs (../shared/reference/authors-runs.md):
+# TRL's knobs (the authors' fork: verl/workers/fsdp_workers.py, verl/workers/actor/dp_actor.py):
 # - a round: train_batch_size prompts (= the GPU count in every log: 4 here; 8-GPU runs are the
 #   `ttrv-*-8-prompts` presets) x n_vote 32 rollouts generated at once, the first 16 of each prompt trained on
 #   (n 16): TRL's generation batch of 4 x 16 trained completions, old log-probs frozen over it;
