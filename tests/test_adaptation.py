@@ -55,6 +55,13 @@ def test_logged_pseudo_label_follows_the_reward_convention(unparsable, majority,
     assert reward.records[0]["label_accuracy"] == label_right
 
 
+def test_dare_logs_its_pseudo_label_among_parsed_answers():
+    """DARE gives unparsable answers no mass (voting.dare), so its logged pseudo-label is the majority of the
+    parsed answers; TTRV's preset keeps the authors' convention, where "" may win the vote."""
+    assert GroupReward("dare", {}, num_generations=4).unparsable == "no_reward"
+    assert GroupReward("ttrv", {}, num_generations=4).unparsable == "answer"  # the authors' code
+
+
 def test_split_group_is_refused():
     reward = GroupReward("ttrv", {}, num_generations=4)
     with pytest.raises(SplitGroupError, match="mix prompts"):

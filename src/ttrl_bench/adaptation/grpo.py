@@ -96,9 +96,9 @@ class GroupReward:
     def __init__(self, name: str, params: dict, num_generations: int, task=None, micro_batch: int = 8):
         params = dict(params)
         self.uncertainty_norm = params.pop("uncertainty", "vocab")
-        # the logged pseudo-label follows the reward's own convention (voting.py: may "" win the vote?)
-        self.unparsable = params.get("unparsable", "answer")
         self.reward = get_reward(name, **params)
+        # the logged pseudo-label follows the reward's convention (rewards/registry.py Reward.unparsable)
+        self.unparsable = getattr(self.reward, "unparsable", "answer")
         self.needs_uncertainty = getattr(self.reward, "needs_uncertainty", False)
         self.needs_texts = getattr(self.reward, "needs_texts", False)  # T3RL verifies the rollouts' text
         self.needs_gold = getattr(self.reward, "needs_gold", False)  # the supervised baseline (ECHO Table 12)

@@ -26,8 +26,10 @@ class Reward:
 
     def __init__(self, fn: GroupRewardFn, counts: Callable[[Sequence], dict] | None = None,
                  alternatives: dict[str, GroupRewardFn] | None = None, needs_uncertainty: bool = False,
-                 format_params: dict | None = None, needs_gold: bool = False):
+                 format_params: dict | None = None, needs_gold: bool = False, unparsable: str = "answer"):
         self.fn = fn
+        # may an unparsable answer be the group's pseudo-label (voting.py's conventions; the train log's)
+        self.unparsable = unparsable
         self.needs_gold = needs_gold  # called with gold= and score= (the task's): a supervised reward
         self.counts = counts
         self.alternatives = alternatives or {}  # param name -> the same reward with its other value
@@ -55,7 +57,7 @@ def _voting(fn, unparsable: str = "answer", **params) -> Reward:
     voting._check_unparsable(unparsable)
     other = "no_reward" if unparsable == "answer" else "answer"
     return Reward(partial(fn, unparsable=unparsable, **params), _unparsable_counts,
-                  {"unparsable": partial(fn, unparsable=other, **params)})
+                  {"unparsable": partial(fn, unparsable=other, **params)}, unparsable=unparsable)
 
 
 def _seeded_random(seed: int = 0) -> Reward:
@@ -66,7 +68,8 @@ def _seeded_random(seed: int = 0) -> Reward:
 
 def _dare(alpha: float = 0.5, tau: float = 0.05, eps: float = 1e-8) -> Reward:
     """DARE needs each completion's uncertainty: the caller passes `uncertainties=`."""
-    return Reward(partial(voting.dare, alpha=alpha, tau=tau, eps=eps), _unparsable_counts, needs_uncertainty=True)
+    return Reward(partial(voting.dare, alpha=alpha, tau=tau, eps=eps), _unparsable_counts, needs_uncertainty=True,
+                  unparsable="no_reward")  # unparsable answers get no mass
 
 
 def _consensus(thresholds: str = "base", anti: bool = False, pixel_iou: bool = True, point_in_box: bool = True,
