@@ -194,7 +194,7 @@ def main() -> int:
     # The authors'-run settings (presets.py), answers capped; tiny: 2 steps and short answers.
     mcq = {"max_completion_length": 16} if not args.tiny else {
         "max_completion_length": 4, "num_generations": 4, "n_votes": 8, "prompts_per_step": 2, "epochs": 1,
-        "micro_batch_size": 2}
+        "micro_batch_size": 2, "generation_batch_size": 2 * 4}  # a round = a step: 20 samples, 10 steps
     grounding = {"max_completion_length": 128, "epochs": 5, "num_generations": 8} if not args.tiny else {
         "max_completion_length": 16, "epochs": 1, "num_generations": 4, "micro_batch_size": 2}
     csv = OUT / f"gpu-{device}{'-tiny' if args.tiny else ''}.csv"
