@@ -29,7 +29,6 @@ configfile: "config/config.yaml"
 # The planning is the library's (src/ttrl_bench/plan): the job grid, each job's settings and
 # request, and every dry-run check, which stops the run before any job naming the config key.
 PLAN = Plan(validated(config))  # validated: also fills in the schema's defaults
-checks.run_all(PLAN, workflow.overwrite_configfiles)
 
 
 def slurm_profile():
@@ -41,6 +40,7 @@ def slurm_profile():
 
 if workflow.is_main_process and slurm_profile():
     checks.check_slurm(os.environ, workflow.global_resources.get("gpu").value, largest_gpu_request(PLAN))
+checks.run_all(PLAN, workflow.overwrite_configfiles)  # after the profile check: a wrong flag first
 
 # One results tree per config (plan/results_tree.py): another config's run here stops before any job.
 CONFIG_FILES = config_files(workflow.overwrite_configfiles, workflow.config_settings.replace_workflow_config)

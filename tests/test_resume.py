@@ -41,7 +41,8 @@ def test_killed_run_resumes_to_the_same_results(tmp_path):
         _copy_workflow(work)
         (work / "small.yaml").write_text(SMALL)
     # the store is what is compared: tables, figures and the reward audit are not built
-    args = ["--cores", "2", "--configfile", "small.yaml", "results/benchmark.duckdb"]
+    # (the target first: --configfile takes every argument after it)
+    args = ["results/benchmark.duckdb", "--cores", "2", "--configfile", "small.yaml"]
 
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     log = tmp_path / "killed.log"

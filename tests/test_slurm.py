@@ -6,6 +6,7 @@ import os
 import pytest
 
 from slurm_cluster import one_node_cluster, slurm_available
+from test_preflight import cache_model
 from test_workflow import _copy_workflow, _snakemake
 from ttrl_bench.results.store import query
 
@@ -104,7 +105,10 @@ def stub_cluster(tmp_path, monkeypatch):
     (tmp_path / "work").mkdir()
     work, bin_dir = _stub_cluster(tmp_path)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the model from the (hand-built) Hugging Face cache
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    cache_model(tmp_path / "hf" / "hub", "org/eight-b-model")
     monkeypatch.setenv("TTRL_SLURM_PARTITION", "gpu")
     monkeypatch.setenv("TTRL_SLURM_ACCOUNT", "acct")
     return work

@@ -99,8 +99,9 @@ def test_demo_produces_store_tables_and_figures(demo_run):
     assert json.loads((demo_run / "results/config_files.json").read_text()) == {"config_files": ["config/config.yaml"]}
     assert query(db, "SELECT count(*) AS n FROM predictions")["n"][0] == 6 * 577 + 2 * 8
     assert query(db, "SELECT count(DISTINCT metric) AS n FROM metrics")["n"][0] == 5
-    # 5 MCQ methods x 4 epochs x 20 prompts (one per step) + VR-TTRL 8 samples x 2 rounds
-    assert query(db, "SELECT count(*) AS n FROM train_log")["n"][0] == 5 * 80 + 8 * 2
+    # 5 MCQ methods x 4 epochs x 20 prompts in rounds of 4 (the ttrv preset's generation batch: one log row
+    # per round) + VR-TTRL 8 samples x 2 rounds
+    assert query(db, "SELECT count(*) AS n FROM train_log")["n"][0] == 5 * 4 * 20 // 4 + 8 * 2
     # issue 16, the papers' finding in miniature: TTRL and TTRV at least 5 points above the base,
     # the random reward (TTRV Table 5) below both, "w/o frequency" (Table 4) exactly the base: its
     # rewards are equal within every group, so GRPO's advantages are 0 and no weight changes
