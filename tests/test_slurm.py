@@ -24,7 +24,7 @@ models:
 adaptation:
   hyperparameters:
     mcq: {num_generations: 4, n_votes: 4, micro_batch_size: 2, prompts_per_step: 2, max_completion_length: 6,
-          learning_rate: 3.0e-5, epochs: 1}
+          learning_rate: 3.0e-5, epochs: 1, generation_batch_size: 8}   # a round of 2 prompts = one step
 evaluation: {mcq: {samples: 64}}
 demo_model: {warm_start_steps: 20}   # any model will do: the scheduling is what is tested
 """
