@@ -63,7 +63,7 @@ def test_calibration_reproduces_the_h100_peaks(name):
     "oom-ttrv-preset", "oom-vr-ttrl-7b",
     pytest.param("oom-hf-generate", marks=pytest.mark.xfail(strict=True, reason=(
         "traced 80.4 GB, 63 GB calibrated: the H100 failed asking 20 GiB with 55 GiB allocated, "
-        "more than the prefill trace holds (open: see helper h24mem's report)"))),
+        "more than the prefill trace holds (open: the decode's KV cache is not traced)"))),
 ])
 def test_calibration_predicts_the_h100_out_of_memory_runs(name):
     assert cost.calibration().factor * _calibration_point(name)["traced_gb"] > 80
