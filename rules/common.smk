@@ -14,7 +14,7 @@ sys.path.insert(0, SRC)
 
 from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.plan import Job, Plan, checks, job_request, validated
-from ttrl_bench.plan.grid import BUILD_FAMILY, DEMO_DATASETS
+from ttrl_bench.plan.grid import BUILD_FAMILY, DEMO_DATASETS, protocol_parts
 from ttrl_bench.plan.resources import largest_gpu_request
 from ttrl_bench.plan.results_tree import check_results_tree, claim_results_tree, config_files
 from ttrl_bench.results.paper_tables import PAPER_TABLES
@@ -118,7 +118,7 @@ def get_eval_vllm_settings(wildcards):
 
 
 def get_protocol_flags(wildcards):
-    n_samples, sampling = wildcards.protocol[1:].split("_", 1)
+    n_samples, sampling = protocol_parts(wildcards.protocol)
     return f"--n-adapt {n_samples} --sampling {sampling}"
 
 

@@ -163,7 +163,9 @@ def test_fetch_downloads_what_the_check_lists(hf_home, monkeypatch):
     monkeypatch.setattr("huggingface_hub.snapshot_download", lambda repo, allow_patterns: calls.append((repo, allow_patterns)))
     monkeypatch.setattr(preflight, "_fetch_dataset", lambda need: calls.append(need.name))
     config = {**CONFIG, "data": {"sources": {"imagenet": {"path": "."}}}}
-    fetched = preflight.fetch(config)
+    # what the dry run's check is given (checks.run_all): the models of the plan's runs and its datasets
+    models, datasets = sorted(CONFIG["models"]), sorted(set(CONFIG["datasets"]) | {"seed-bench"})
+    fetched = preflight.fetch(config, models, datasets)
     from ttrl_bench.models.convert_internvl import CHECKPOINT_FILES
 
     # the models of the main grid (all: no main_grid false) and the datasets of the enabled blocks
@@ -171,13 +173,21 @@ def test_fetch_downloads_what_the_check_lists(hf_home, monkeypatch):
                      ("OpenGVLab/InternVL2_5-4B", CHECKPOINT_FILES), "food101", "mme", "seed-bench"]
     assert [n.kind for n in fetched] == ["model"] * 3 + ["dataset"] * 3
     with pytest.raises(PreflightError, match="data.sources.imagenet.path"):
-        preflight.fetch(CONFIG)  # a local-only set without a copy: nothing downloads
+        preflight.fetch(CONFIG, models, datasets)  # a local-only set without a copy: nothing downloads
 
 
 def test_the_models_a_config_uses(tmp_path):
-    config = {"datasets": ["mme"], "models": {"a": {}, "b": {"main_grid": False}, "c": {"main_grid": False}},
-              "experiments": {"x": {"enabled": True, "models": ["b"]}, "y": {"enabled": False, "models": ["c"]}}}
-    assert preflight.models_used(config) == ["a", "b"]
+    """What the pre-flight checks and fetch downloads: the main grid's models (not `main_grid: false`)
+    and those of enabled experiments."""
+    from ttrl_bench.plan import Plan, validated
+
+    block = {"methods": ["zero-shot"], "datasets": ["mme"]}
+    config = validated({"datasets": ["mme"], "methods": ["zero-shot"],
+                        "models": {"a": {"source": "o/a"}, "b": {"source": "o/b", "main_grid": False},
+                                   "c": {"source": "o/c", "main_grid": False}},
+                        "experiments": {"x": {"enabled": True, "models": ["b"], **block},
+                                        "y": {"enabled": False, "models": ["c"], **block}}})
+    assert Plan(config).run_models == ["a", "b"]
 
 
 def test_offline_ttrv_dry_run_with_an_empty_cache_stops_before_any_job(tmp_path):
@@ -212,6 +222,7 @@ def test_fetch_command_reads_the_config_as_snakemake_does_and_refuses_before_dow
     assert main(["fetch", str(repo / "config/ttrv.yaml")]) == 1
     assert "fetch: fix these config keys first:" in caplog.text and "`data.sources.imagenet.path` is not set" in caplog.text
     assert capsys.readouterr().err == ""  # no rerun line: fetch is not a pipeline step
-    config = preflight.load_config([repo / "config/ttrv.yaml"], repo / "workflow/schemas/config.schema.yaml")
+    from ttrl_bench.plan import Plan, load_config
+
     # the schema's defaults filled in: experiments are off unless enabled, so Table 7's Qwen is not fetched
-    assert preflight.models_used(config) == ["internvl2.5-4b", "internvl3-2b", "internvl3-8b"]
+    assert Plan(load_config(repo / "config/ttrv.yaml")).run_models == ["internvl2.5-4b", "internvl3-2b", "internvl3-8b"]

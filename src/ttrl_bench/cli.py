@@ -47,10 +47,11 @@ def cmd_methods_list(args) -> None:
 
 
 def cmd_fetch(args) -> None:
-    from .plan.preflight import fetch, fetch_command, load_config
+    from .plan import Plan, load_config
+    from .plan.preflight import fetch, fetch_command
 
-    config = load_config(args.configfiles, Path(__file__).resolve().parents[2] / "workflow/schemas/config.schema.yaml")
-    fetched = fetch(config, Path(args.results))
+    plan = Plan(load_config(*args.configfiles))  # the models and datasets of its runs, as the dry run checks them
+    fetched = fetch(plan.config, plan.run_models, plan.datasets, Path(args.results))
     log.info("fetched %d model(s) and dataset(s) into the Hugging Face cache; `snakemake -n` with HF_HUB_OFFLINE=1 "
              "now finds them (%s)", len(fetched), fetch_command(args.configfiles))
 

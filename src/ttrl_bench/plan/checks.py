@@ -14,6 +14,7 @@ from ..datasets.registry import REGISTRY
 from ..datasets.sources import BUNDLED_TEST_SIZES, hub_usable
 from ..models.source import resolve_model_source
 from ..rewards.registry import get_reward, reward_parameters
+from .grid import adaptation_samples  # (plan/__init__ imports this module first, then the grid)
 from .preflight import check_cache
 
 # profiles/slurm asks SLURM for the partition and account these variables name ($VARS expand at start-up)
@@ -166,8 +167,8 @@ def check_sample_counts(plan) -> None:
         wanted, size = plan.config["evaluation"][section]["samples"], split_size(plan, run.target)
         if wanted == "all" or size is None:
             continue
-        n_adapt = run.protocol[1:].split("_")[0]
-        held = int(n_adapt) if exclude and plan.task[run.target] == "mcq" and n_adapt != "all" else 0
+        n_adapt = adaptation_samples(run.protocol)
+        held = n_adapt if exclude and plan.task[run.target] == "mcq" and n_adapt is not None else 0
         if wanted > size - held:
             raise ValueError(
                 f"config key `evaluation.{section}.samples`: {wanted} evaluation samples, but {run.target}'s test "
@@ -228,8 +229,7 @@ def check_batch_layouts(plan) -> None:
         if "num_generations" not in hp:
             continue  # objective presets (Appendix C baselines) have no GRPO batch
         # a per-sample job adapts on one sample at a time; "all" is known once the data is prepared
-        n = 1 if job.rule == "adapt_per_sample" else job.protocol[1:].split("_")[0]
-        n = int(n) if n != "all" else split_size(plan, job.dataset)
+        n = 1 if job.rule == "adapt_per_sample" else adaptation_samples(job.protocol) or split_size(plan, job.dataset)
         if n:
             with _quiet("ttrl_bench.adaptation.layout"):  # its warnings are the job's to print, once
                 plan_batch_layout(hp, job_request(plan, job).gpus, n)
@@ -241,6 +241,5 @@ def run_all(plan, configfiles=()) -> None:
     check_methods_fit(plan)
     check_sample_counts(plan)
     check_batch_layouts(plan)
-    check_cache(plan.config, sorted({run.model for run in plan.runs}), plan.datasets, list(configfiles),
-                Path(plan.results))
+    check_cache(plan.config, plan.run_models, plan.datasets, list(configfiles), Path(plan.results))
     check_sources(plan)

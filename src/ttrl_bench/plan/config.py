@@ -64,5 +64,8 @@ def load_config(*paths: str | Path, replace: bool = True) -> dict:
     config/config.yaml as `snakemake --configfile` does without --replace-workflow-config."""
     config: dict = {} if replace else yaml.safe_load(DEFAULT_CONFIG.read_text())
     for path in paths:
-        config = merge(config, yaml.safe_load(Path(path).read_text()) or {})
+        try:
+            config = merge(config, yaml.safe_load(Path(path).read_text()) or {})
+        except (OSError, yaml.YAMLError) as err:
+            raise ValueError(f"config file {path}: {err}") from None
     return validated(config)

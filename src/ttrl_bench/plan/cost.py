@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import memory
+from .grid import adaptation_samples
 from .memory import StepShape
 
 CALIBRATION = Path(__file__).parent / "data" / "calibration.csv"
@@ -245,8 +246,7 @@ def model_source(plan, model: str) -> str:
 def job_settings(plan, job) -> JobSettings:
     """An adaptation job's shape from its resolved preset and its sample count: the protocol's, or for
     a per-sample method (VR-TTRL) the evaluated samples (`evaluation.<task>.samples`), each adapted on."""
-    count = job.protocol.split("_")[0][1:]
-    n_samples = int(count) if count.isdigit() else 0  # "all": unknown before the data is prepared (no rounds)
+    n_samples = adaptation_samples(job.protocol) or 0  # "all": unknown before the data is prepared (no rounds)
     evaluated = plan.config["evaluation"][plan.section[job.dataset]].get("samples")
     if job.rule == "adapt_per_sample" and isinstance(evaluated, int):
         n_samples = evaluated

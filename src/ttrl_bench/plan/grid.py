@@ -54,6 +54,18 @@ def protocol_name(n_samples, sampling: str) -> str:
     return f"n{n_samples}_{sampling}"
 
 
+def protocol_parts(protocol: str) -> tuple[str, str]:
+    """protocol_name's inverse: n20_random -> ("20", "random"), nall_biased-4 -> ("all", "biased-4")."""
+    n_samples, sampling = protocol[1:].split("_", 1)
+    return n_samples, sampling
+
+
+def adaptation_samples(protocol: str) -> int | None:
+    """The protocol's adaptation samples; None for "all" (known once the dataset is prepared)."""
+    n_samples = protocol_parts(protocol)[0]
+    return None if n_samples == "all" else int(n_samples)
+
+
 class Plan:
     """Everything the workflow decides from a validated config (plan.config.validated) before any
     job: constructing it runs the checks that need no file system (names, methods); checks.run_all
@@ -86,6 +98,7 @@ class Plan:
         self.per_sample = [m for m in self.adapting if is_per_sample(m)]
         self.grpo_methods = [m for m in self.adapting if not is_per_sample(m)]
         self.runs = self._run_grid()
+        self.run_models = sorted({r.model for r in self.runs})  # what the pre-flight checks and fetch downloads
 
     # --- the grid ---------------------------------------------------------------------------
 
@@ -188,4 +201,5 @@ def _cross_datasets(block: dict) -> list[str]:
     return [d for pair in block.get("cross", []) for d in pair]
 
 
-__all__ = ["BUILD_FAMILY", "DEMO_DATASETS", "METHOD_NAMES", "Job", "Plan", "Run", "protocol_name"]
+__all__ = ["BUILD_FAMILY", "DEMO_DATASETS", "METHOD_NAMES", "Job", "Plan", "Run", "adaptation_samples", "protocol_name",
+           "protocol_parts"]

@@ -65,18 +65,6 @@ def dataset_keys(config: dict) -> dict[str, str]:
     return keys
 
 
-def models_used(config: dict) -> list[str]:
-    """The models of the main grid (`main_grid` not false) and of every enabled experiment (an
-    experiment without `models` runs all of them). The dry run passes the models of its planned
-    runs instead."""
-    models = config.get("models", {})
-    used = {n for n, m in models.items() if m.get("main_grid", True)} if config.get("datasets") else set()
-    for block in config.get("experiments", {}).values():
-        if block.get("enabled"):
-            used.update(block.get("models", models))
-    return sorted(used)
-
-
 def needs(config: dict, models: list[str], datasets: list[str], results: Path = Path("results")) -> tuple[list[Need], list[str]]:
     """(the Hub downloads of these models and datasets, problems no download fixes). Skipped: built
     demo models, local model directories, models already converted under `results`, datasets
@@ -179,22 +167,6 @@ def fetch_command(configfiles: list) -> str:
     return shlex.join(["ttrl-bench", "fetch", *names])
 
 
-def load_config(configfiles: list[str], schema: Path) -> dict:
-    """The config the workflow reads from `--configfile A B --replace-workflow-config`: the files merged
-    in order (Snakemake's update_config), the schema's defaults filled in (snakemake.utils.validate)."""
-    import yaml
-    from snakemake.utils import update_config, validate
-
-    config: dict = {}
-    for path in configfiles:
-        try:
-            update_config(config, yaml.safe_load(Path(path).read_text()) or {})
-        except (OSError, yaml.YAMLError) as err:
-            raise PreflightError(f"config file {path}: {err}") from None
-    validate(config, str(schema))
-    return config
-
-
 def check_cache(config: dict, models: list[str], datasets: list[str], configfiles: list[str],
                 results: Path = Path("results"), offline: bool | None = None) -> None:
     """The dry run's pre-flight: stop, listing every missing model and dataset with its config key
@@ -222,11 +194,11 @@ def check_cache(config: dict, models: list[str], datasets: list[str], configfile
                          + "\n".join(lines))
 
 
-def fetch(config: dict, results: Path = Path("results")) -> list[Need]:
-    """Download every model and dataset the config needs into the Hugging Face caches (progress bars
-    from huggingface_hub and datasets); returns what was fetched. Problems no download fixes (a
-    local-only dataset without a path) raise before any download."""
-    wanted, problems = needs(config, models_used(config), sorted(dataset_keys(config)), results)
+def fetch(config: dict, models: list[str], datasets: list[str], results: Path = Path("results")) -> list[Need]:
+    """Download these models and datasets of the config (the plan's, as the dry run checks them) into
+    the Hugging Face caches (progress bars from huggingface_hub and datasets); returns what was fetched.
+    Problems no download fixes (a local-only dataset without a path) raise before any download."""
+    wanted, problems = needs(config, models, datasets, results)
     if problems:
         raise PreflightError("fetch: fix these config keys first:\n" + "\n".join(f"  {p}" for p in problems))
     for index, need in enumerate(wanted, 1):
