@@ -3,6 +3,7 @@ results as an uninterrupted run."""
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +22,6 @@ adaptation:
   hyperparameters:
     mcq: {num_generations: 4, max_completion_length: 6, learning_rate: 3.0e-5, epochs: 1}
 evaluation: {mcq: {samples: 64}}
-demo_model: {warm_start_steps: 20}   # any model will do: resuming is what is tested
 """
 
 
@@ -34,12 +34,17 @@ def _store(work: Path):
 
 
 @pytest.mark.workflow
-def test_killed_run_resumes_to_the_same_results(tmp_path):
+def test_killed_run_resumes_to_the_same_results(tmp_path, demo_data, scene_data, tiny_model_dir):
     killed, clean = tmp_path / "killed", tmp_path / "clean"
     for work in (killed, clean):
         work.mkdir()
         _copy_workflow(work)
         (work / "small.yaml").write_text(SMALL)
+        # prepared data and a demo-shaped model (conftest: the demo's builder, 5 steps): any model will
+        # do, resuming the adaptations and evaluations is what is tested (copy2 keeps times: up to date)
+        for source, dest in ((demo_data, "results/data/demo-digits"), (scene_data, "results/data/demo-digit-scenes"),
+                             (tiny_model_dir, "results/models/demo")):
+            shutil.copytree(source, work / dest)
     # the store is what is compared: tables, figures and the reward audit are not built
     # (the target first: --configfile takes every argument after it)
     args = ["results/benchmark.duckdb", "--cores", "2", "--configfile", "small.yaml"]

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 
 import pytest
 
@@ -26,12 +27,11 @@ adaptation:
     mcq: {num_generations: 4, n_votes: 4, micro_batch_size: 2, prompts_per_step: 2, max_completion_length: 6,
           learning_rate: 3.0e-5, epochs: 1, generation_batch_size: 8}   # a round of 2 prompts = one step
 evaluation: {mcq: {samples: 64}}
-demo_model: {warm_start_steps: 20}   # any model will do: the scheduling is what is tested
 """
 
 
 @pytest.mark.workflow
-def test_demo_runs_through_the_slurm_profile(tmp_path):
+def test_demo_runs_through_the_slurm_profile(tmp_path, demo_data, scene_data, tiny_model_dir):
     if WHY_NOT:
         if REQUIRED:
             pytest.fail(f"SLURM is required here but {WHY_NOT}")
@@ -39,6 +39,11 @@ def test_demo_runs_through_the_slurm_profile(tmp_path):
     (tmp_path / "work").mkdir()
     work = _copy_workflow(tmp_path / "work")
     (work / "small.yaml").write_text(SMALL_DEMO)
+    # prepared data and a demo-shaped model (conftest: the demo's builder, 5 steps) in place: any model
+    # will do, the scheduling of the GPU rules is what is tested (copy2 keeps times: the model is newer)
+    for source, dest in ((demo_data, "results/data/demo-digits"), (scene_data, "results/data/demo-digit-scenes"),
+                         (tiny_model_dir, "results/models/demo")):
+        shutil.copytree(source, work / dest)
     with one_node_cluster(tmp_path / "cluster") as env:
         os.environ.update(SLURM_CONF=env["SLURM_CONF"], TTRL_SLURM_PARTITION="debug", TTRL_SLURM_ACCOUNT="")
         try:
