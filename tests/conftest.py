@@ -3,12 +3,17 @@
 from pathlib import Path
 
 import pytest
+import torch
 from PIL import Image
 
 from ttrl_bench.datasets.prepare import load_manifest, prepare_dataset
 from ttrl_bench.models.tiny import build_demo_model
 
 REPO = Path(__file__).resolve().parents[1]
+
+# One torch thread in the test process, as in every job (cli.pin_numerics): the same numbers whether
+# pytest runs one worker or one per core, and workers that do not fight over the cores.
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,9 @@ from ttrl_bench.results.paper_tables import PAPER_TABLES
 from ttrl_bench.results.store import query
 from ttrl_bench.runs.launch import machine_has_gpu
 
+# every test here shares the README command's run (demo_run): one pytest-xdist worker takes them all
+pytestmark = pytest.mark.xdist_group("readme-command")
+
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW_FILES = ["Snakefile", "rules", "config", "workflow", "profiles", "envs", "src"]
 GPU_RULES = ("adapt", "adapt_per_sample", "evaluate")
