@@ -13,18 +13,24 @@ rule does, under FSDP2 with CPU offload on one GPU (or over 4 GPUs without), e.g
         --fsdp_auto_wrap_policy TRANSFORMER_BASED_WRAP --fsdp_state_dict_type FULL_STATE_DICT \
         --fsdp_offload_params true benchmarks/gpu.py --models qwen2.5-vl-7b
 
-Per model and method it prints: seconds per optimizer step, TTRV adaptation wall time (20 samples,
+Per model, method and answer length it prints: seconds per optimizer step (TRL's own step_time), TTRV adaptation wall time (20 samples,
 2 epochs at the authors'-run settings: 4 prompts x 16 trained of 32 voted rollouts), VR-TTRL seconds
 per update and per sample (1 sample x 5 rounds x 8 rollouts), greedy evaluation samples/s, peak GPU
 memory, and the share of trainable weights the adaptation changed (fp32 master weights, and what a
 bf16 checkpoint keeps). Each (model, method) runs in a process of its own (run_job_process): its
 peaks (allocated and reserved) owe nothing to the previous job, and a job that fails (out of
 memory) loses its own row alone, written with the error. Rows go to
-benchmarks/results/gpu-<device>.csv as each job finishes, with the rollout backend and precision.
+benchmarks/results/gpu-<device>.csv as each job finishes, with the rollout backend, the colocated
+engine's settings and the precision. Beside each measured peak stands the plan's prediction
+(plan/cost.py, one GPU): each GPU run is a new calibration point for plan/data/calibration.csv, and a
+job predicted not to fit the GPU is not run, its row saying why (under `accelerate launch` the
+one-GPU prediction is not the job's, so nothing is skipped there).
 
 Random weights measure speed, memory and code paths, never accuracy. They never stop generating
-on their own, so new tokens are capped at realistic answer lengths: 16 for MCQ (the TTRV authors'
-logs average 5.4), 128 for VR-TTRL's <think>/<answer> JSON, 6 for greedy MCQ evaluation. The
+on their own, so every answer is as long as its cap: each adaptation runs at a realistic answer
+length, 16 new tokens for MCQ (the TTRV authors' logs average 5.4) and 128 for VR-TTRL's
+<think>/<answer> JSON, and at the papers' 1,024-token budget (`--answer-tokens` to choose); 6 for
+greedy MCQ evaluation. The
 tokenizer is a small BPE one; the embedding matrix has the real vocabulary's rows, and ids past
 the tokenizer are never sampled (as for real checkpoints whose matrices are padded).
 """
@@ -137,7 +143,9 @@ def run_adaptation(model_dir: Path, data: Path, method: str, hp: dict, tmp: Path
                 save_dtype=checkpoint_dtype(str(model_dir)))
     seconds = time.perf_counter() - start
     steps = log.attrs["optimizer_steps"]
-    return {"optimizer_steps": steps, "adapt_s": seconds, "s_per_step": seconds / max(1, steps),
+    # s_per_step: TRL's own step_time (generation + update of each optimizer step); adapt_s also holds
+    # the trainer's construction and the checkpoint's save
+    return {"optimizer_steps": steps, "adapt_s": seconds, "s_per_step": mean(log.attrs["step_times"]),
             "peak_gpu_gb": peak_gb(), "peak_reserved_gb": peak_reserved_gb(),
             "weights_changed": log.attrs["weights_changed"],
             "weights_changed_bf16": log.attrs["weights_changed_saved"]}
@@ -155,7 +163,8 @@ def run_per_sample(model_dir: Path, scenes: Path, hp: dict, tmp: Path) -> dict:
     _, log, seconds = adapt_each_sample(model, processor, samples, scenes, resolve_method("vr-ttrl", hp), tmp / "vr",
                                         seed=0, max_new_tokens=hp["max_completion_length"])
     updates = int(log["sample_updates"].sum())
-    return {"optimizer_steps": updates, "adapt_s": sum(seconds), "s_per_step": sum(seconds) / max(1, updates),
+    step_seconds = log.groupby("sample")["sample_step_time_s"].first().sum()  # TRL's step_time, summed
+    return {"optimizer_steps": updates, "adapt_s": sum(seconds), "s_per_step": step_seconds / max(1, updates),
             "s_per_sample": sum(seconds) / len(seconds), "peak_gpu_gb": peak_gb(),
             "peak_reserved_gb": peak_reserved_gb(),
             "weights_changed": float(log["weights_changed"].mean())}
@@ -177,12 +186,55 @@ def run_evaluation(model_dir: Path, data: Path, n: int, batch: int) -> dict:
             "peak_reserved_gb": peak_reserved_gb()}
 
 
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+# The checkpoints whose published config.json the plan ships (plan/data/model_configs.json).
+PLAN_SOURCES = {"internvl3-2b": "OpenGVLab/InternVL3-2B-hf", "internvl3-8b": "OpenGVLab/InternVL3-8B-hf",
+                "qwen2.5-vl-7b": "Qwen/Qwen2.5-VL-7B-Instruct"}
+IMAGE_TOKENS = {"internvl": 5 * 256, "qwen2_5_vl": (840 // 28) ** 2}  # 896 px: 4 tiles + thumbnail; 840 px scenes
+
+
+def predicted_peak_gb(name: str, family: str, method: str, hp: dict) -> float:
+    """The plan's calibrated peak of one training forward + backward of this job on one GPU
+    (plan/cost.py), written beside the measured one so each GPU run is a calibration point; NaN for
+    the tiny models, whose configs the plan does not ship."""
+    from ttrl_bench.adaptation.presets import resolve_method
+    from ttrl_bench.plan.cost import predict_for_benchmark
+
+    if name not in PLAN_SOURCES:
+        return float("nan")
+    h = resolve_method(method, hp)["hyperparameters"]
+    return predict_for_benchmark(PLAN_SOURCES[name], sequences=h["micro_batch_size"],
+                                 new_tokens=h["max_completion_length"], image_tokens=IMAGE_TOKENS[family],
+                                 fp32_master=True, trainable_vision=not h.get("freeze_vision", True))
+
+
+def skip_reason(predicted_gb: float, device_gb: float | None) -> str | None:
+    """Why a job is not run: its predicted peak exceeds the GPU (under FSDP the plan would split it;
+    run those sizes under `accelerate launch`, see above)."""
+    if device_gb is not None and predicted_gb > device_gb:
+        return f"skipped: predicted peak {predicted_gb:.1f} GB > the GPU's {device_gb:.1f} GB (plan/cost.py)"
+    return None
+
+
+def adaptation_jobs(methods, mcq: dict, grounding: dict, answer_tokens: list[int]) -> list[dict]:
+    """One job per method and answer length (max_completion_length): random weights never stop
+    generating, so each length is the memory and time of answers that long."""
+    return [{"method": m, "hp": {**(grounding if m == "vr-ttrl" else mcq), "max_completion_length": tokens}}
+            for m in methods for tokens in answer_tokens]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tiny", action="store_true", help="tiny models, few steps: the code paths on a CPU")
     parser.add_argument("--models", nargs="+")
     parser.add_argument("--methods", nargs="+", choices=METHODS)
     parser.add_argument("--eval-samples", type=int, default=256)
+    parser.add_argument("--answer-tokens", type=int, nargs="+",
+                        help="answer lengths (max new tokens) of the adaptation jobs; default 16 (MCQ: the TTRV "
+                             "logs average 5.4) / 128 (VR-TTRL) and the papers' 1,024-token budget")
     parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: one (model, method) in its own process
     args = parser.parse_args()
     if args.job:
@@ -191,6 +243,10 @@ def main() -> int:
     sizes = TINY if args.tiny else REAL_SIZES
     models = args.models or list(sizes)
     device = re.sub(r"[^a-z0-9]+", "-", torch.cuda.get_device_name().lower()) if torch.cuda.is_available() else "cpu"
+    # one process's GPU; under `accelerate launch` with FSDP the plan's one-GPU prediction is not the job's
+    sharded = int(os.environ.get("WORLD_SIZE", "1")) > 1 or os.environ.get("FSDP_OFFLOAD_PARAMS") == "true"
+    device_gb = (torch.cuda.get_device_properties(0).total_memory / 1e9
+                 if torch.cuda.is_available() and not sharded else None)
     # The authors'-run settings (presets.py), answers capped; tiny: 2 steps and short answers.
     mcq = {"max_completion_length": 16} if not args.tiny else {
         "max_completion_length": 4, "num_generations": 4, "n_votes": 8, "prompts_per_step": 2, "epochs": 1,
@@ -209,13 +265,24 @@ def main() -> int:
         for name in models:
             family = sizes[name][0]
             model_dir = build_model(name, corpus, tmp / name, real=not args.tiny)
-            jobs = [{"method": m, "hp": grounding if m == "vr-ttrl" else mcq}
-                    for m in args.methods or DEFAULT_METHODS[family]]
+            jobs = []
+            for method in args.methods or DEFAULT_METHODS[family]:
+                lengths = args.answer_tokens or ([(grounding if method == "vr-ttrl" else mcq)["max_completion_length"]]
+                                                 + ([] if args.tiny else [1024]))
+                jobs += adaptation_jobs([method], mcq, grounding, lengths)
             jobs.append({"method": "greedy-eval", "n": n_eval, "batch": 8 if args.tiny else 32})
             for job in jobs:
-                print(f"== {name} {job['method']}", flush=True)
+                tokens = job.get("hp", {}).get("max_completion_length")
+                print(f"== {name} {job['method']} {tokens or ''}", flush=True)
                 job.update(device=device, model=name, model_dir=str(model_dir), digits=str(digits),
-                           scenes=str(scenes), tmp=str(tmp), csv=str(csv))
+                           scenes=str(scenes), tmp=str(tmp), csv=str(csv), answer_tokens=tokens)
+                if tokens:
+                    job["predicted_peak_gb"] = predicted_peak_gb(name, family, job["method"], job["hp"])
+                    reason = skip_reason(job["predicted_peak_gb"], device_gb)
+                    if reason:
+                        print(reason, flush=True)
+                        append_row(str(csv), {**row_key(job), "error": reason})
+                        continue
                 failed += not run_job_process(job)
     table = pd.read_csv(csv)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
@@ -229,9 +296,14 @@ def run_job_process(job: dict) -> bool:
     if done.returncode:
         error = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         print(done.stderr[-3000:], file=sys.stderr)
-        append_row(job["csv"], {"device": job["device"], "model": job["model"], "method": job["method"],
-                                "error": error[:300]})
+        append_row(job["csv"], {**row_key(job), "error": error[:300]})
     return not done.returncode
+
+
+def row_key(job: dict) -> dict:
+    """The columns that name a job's row, the plan's prediction among them."""
+    return {"device": job["device"], "model": job["model"], "method": job["method"],
+            "answer_tokens": job.get("answer_tokens"), "predicted_peak_gb": job.get("predicted_peak_gb")}
 
 
 def append_row(csv: str, row: dict) -> None:
@@ -239,6 +311,25 @@ def append_row(csv: str, row: dict) -> None:
     path = Path(csv)
     table = pd.concat([pd.read_csv(path), pd.DataFrame([row])]) if path.exists() else pd.DataFrame([row])
     table.to_csv(path, index=False)
+
+
+def backend_used(job: dict) -> str:
+    """The generation backend the job ran: greedy evaluation here is transformers' generate; rollouts
+    follow `rollout_backend` (auto: vLLM on a CUDA GPU where installed)."""
+    from ttrl_bench.generation.backend import choose_backend
+
+    if job["method"] == "greedy-eval":
+        return "hf"
+    return choose_backend(job["hp"].get("rollout_backend", "auto"), "rollout_backend")
+
+
+def vllm_engine_settings(job: dict) -> dict:
+    """The colocated engine's GRPOConfig settings (config `adaptation.vllm` defaults) where vLLM ran."""
+    from ttrl_bench.generation.vllm_settings import grpo_vllm_kwargs
+
+    if backend_used(job) != "vllm":
+        return {}
+    return grpo_vllm_kwargs(None, job["hp"]["max_completion_length"])
 
 
 def run_job(job: dict) -> None:
@@ -252,8 +343,8 @@ def run_job(job: dict) -> None:
         result = run_per_sample(Path(job["model_dir"]), Path(job["scenes"]), job["hp"], tmp)
     else:
         result = run_adaptation(Path(job["model_dir"]), Path(job["digits"]), job["method"], job["hp"], tmp)
-    append_row(job["csv"], {"device": job["device"], "model": job["model"], "method": job["method"], **result,
-                            "rollout_backend": job.get("hp", {}).get("rollout_backend", "auto"),
+    append_row(job["csv"], {**row_key(job), **result, "rollout_backend": backend_used(job),
+                            "vllm_settings": json.dumps(vllm_engine_settings(job)),
                             "bf16_autocast": bf16_autocast(), "torch": torch.__version__})
 
 

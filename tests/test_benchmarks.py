@@ -36,3 +36,24 @@ def test_gpu_benchmark_runs_its_code_paths_on_tiny_models(tmp_path):
         assert table.loc[method, "optimizer_steps"] == {"ttrv": 10, "vr-ttrl": 1}[method]
         assert table.loc["greedy-eval", "eval_samples"] == 16 and table.loc["greedy-eval", "eval_samples_per_s"] > 0
         assert 0.0 <= table.loc[method, "weights_changed"] <= 1.0
+        # seconds per step from TRL's own step_time (the trainer's construction not included)
+        assert 0 < table.loc[method, "s_per_step"] < table.loc[method, "adapt_s"]
+        assert table.loc[method, "answer_tokens"] == {"ttrv": 4, "vr-ttrl": 16}[method]  # the --tiny caps
+        assert table.loc[method, "rollout_backend"] == "hf"  # no CUDA GPU here
+
+
+def test_gpu_benchmark_predicts_each_job_and_skips_what_cannot_fit():
+    """The plan's prediction beside each measured peak (issue 24): the H100 probe's shape (InternVL3-2B,
+    32 rollouts x 32 new tokens, 5 tiles, fp32 master weights, vision trained) measured 66.6 GB
+    (gpu-probe.md); the prediction must be within 10% of it. On a 40 GB GPU that job is skipped, on
+    an 80 GB one it runs."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import gpu
+
+    hp = {"max_completion_length": 32, "micro_batch_size": 32, "freeze_vision": False}
+    predicted = gpu.predicted_peak_gb("internvl3-2b", "internvl", "ttrv", hp)
+    assert predicted == pytest.approx(66.6, rel=0.10)
+    assert gpu.skip_reason(predicted, 80.0) is None
+    assert gpu.skip_reason(predicted, 40.0).startswith(f"skipped: predicted peak {predicted:.1f} GB > the GPU's 40.0 GB")
+    assert gpu.predicted_peak_gb("tiny-internvl", "internvl", "ttrv", hp) != gpu.predicted_peak_gb(
+        "tiny-internvl", "internvl", "ttrv", hp)  # NaN: the plan ships no config of the tiny models

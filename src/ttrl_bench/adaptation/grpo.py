@@ -203,11 +203,13 @@ class GroupReward:
 
 class ProgressLog(TrainerCallback):
     """One line per optimizer step in the job's log (the trainer's own tqdm bar goes to stderr); the
-    losses are kept for run.json."""
+    losses are kept for run.json, and TRL's own seconds per optimizer step (`step_time`: generation
+    and training of the step, without the trainer's construction) for benchmarks/gpu.py."""
 
     def __init__(self):
         self.losses: list[float] = []
         self.learning_rates: list[float] = []  # the lr each optimizer step ran at (verl logs actor/lr per round)
+        self.step_times: list[float] = []
 
     def on_optimizer_step(self, args, state, control, optimizer=None, **kwargs):
         self.learning_rates.append(optimizer.param_groups[0]["lr"])
@@ -215,6 +217,8 @@ class ProgressLog(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs and "loss" in logs:
             self.losses.append(float(logs["loss"]))
+        if logs and "step_time" in logs:  # logging_steps=1: one optimizer step per log
+            self.step_times.append(float(logs["step_time"]))
         if logs:
             log.info("step %d/%d %s", state.global_step, state.max_steps, {k: round(v, 4) for k, v in logs.items() if isinstance(v, float)})
 
@@ -601,7 +605,7 @@ class TestTimeAdaptation:
             trainer._last_loaded_step = -1
         self.reward = trainer.reward_funcs[0] = self.new_reward()  # its log, and a seeded reward's stream
         self.reward.policy = (self.model, self.processor)
-        self.progress.losses, self.progress.learning_rates = [], []
+        self.progress.losses, self.progress.learning_rates, self.progress.step_times = [], [], []
 
     def run(self, manifest: pd.DataFrame | None = None, image_root: Path | None = None,
             before: WeightSnapshot | None = None, save_dtype: torch.dtype | None = None) -> pd.DataFrame:
@@ -623,6 +627,7 @@ class TestTimeAdaptation:
         records.attrs["optimizer_steps"] = trainer.state.global_step
         records.attrs["losses"] = self.progress.losses
         records.attrs["learning_rates"] = self.progress.learning_rates
+        records.attrs["step_times"] = self.progress.step_times
         records.attrs["temperature"] = self.hp["temperature"]  # resolved: "family" names none
         records.attrs["verifications"] = self.reward.verifications
         records.attrs["weights_changed"] = before.changed_fraction(model)
