@@ -440,7 +440,8 @@ def cmd_plan(args) -> None:
         print(f"{r['job']:<72} {r['gpus']:>4} {str(r['offload']):>7} {r['micro_batch']:>5} {r['gpu_peak_gb']:>11.1f} "
               f"{r['host_gb']:>8.1f} {r['minutes'] if r['minutes'] is not None else '?':>6} {hours:>7}")
     print(f"total: {totals['jobs']} adaptation jobs, {totals['gpu_hours']} GPU-hours, {totals['node_hours_8gpu']} h "
-          f"on one 8-GPU node (perfect packing); calibration factor {totals['factor']} (plan/data/calibration.csv)")
+          f"on one 8-GPU node (perfect packing); calibration factor {totals['factor']} (training), "
+          f"{totals['prefill_factor']:g} (generation prefill) (plan/data/calibration.csv)")
 
 
 def cmd_audit_reward(args) -> None:

@@ -1,9 +1,16 @@
 """What an adaptation job costs before it runs: GPUs, offload, micro-batch, GPU peak, host memory,
 minutes and GPU-hours, decided from traced memory (memory.py) rather than a rule of thumb.
 
-- GPU peak: the traced step (memory.py) times the calibration factor, which is the mean ratio of
-  measured to traced peak over the measured points in data/calibration.csv (H100 runs; 0.78 with
-  the shipped traces: the trace holds more than the GPU did, e.g. CPU autocast's fp32 outputs). Each peak is traced at the job's own micro-batch and generation share (cached).
+- GPU peak: the traced step (memory.py) times the calibration factor of its kind (data/calibration.csv,
+  H100 runs). Training: the mean ratio of measured to traced peak over the two measured training
+  points (0.78 with the shipped traces). The training trace holds more than the GPU did, and not
+  because of autocast: the bf16-weight point traces 45.88 GB with autocast on or off, and CPU autocast
+  keeps fewer fp32 outputs than CUDA's (layer_norm, softmax, pow stay bf16). What it holds beyond a
+  GPU is in the backward: at its peak (the vision tower's layer 0) the 28 language layers' and 24
+  vision layers' checkpointed inputs and as many gradient temporaries are still alive in the trace,
+  where a GPU run has freed each layer's saved input once that layer's backward ran. Generation prefill (a forward under no_grad, no backward): factor 1
+  (`PREFILL_FACTOR`); see there for the measured point it rests on.
+  Each peak is traced at the job's own micro-batch and generation share (cached).
 - Several GPUs: FSDP2 full sharding divides weights, gradients and AdamW state by the GPU count;
   activations stay per process. (The traced alternative, torch's FSDPMemTracker on a fake process
   group, is not wired yet: see the report of helper h24mem.)
@@ -34,6 +41,14 @@ MICRO_BATCHES = (64, 32, 16, 8, 4, 2, 1)
 # 4 prompts x 16 trained rollouts of ~1,490 prompt + 5.4 completion tokens, forward + backward with
 # gradient checkpointing, in 9.4 s on 4 GPUs (their machine: 4 A100 + 4 A6000, TTRV paper Appendix).
 AUTHORS_UPDATE = {"sequences": 64, "tokens": 1490 + 5.4, "seconds": 9.4, "gpus": 4}
+# A forward under no_grad holds exactly the tensors its Python frames reference, with the same dtypes on
+# the CPU as on a GPU where no autocast changes them, so its trace is what the GPU allocates (the CUDA
+# context and the allocator's fragmentation only add). Checked, not fitted, on the one such point
+# measured (calibration.csv oom-hf-generate, test_plan_cost.py): the H100 failed asking 20 GiB with
+# 55 GiB allocated; the trace's peak is that allocation, 54.83 GiB held + 20.02 GiB asked (InternViT's
+# GELU output over 1,280 tiles in fp32). Not yet measured: a prefill under bf16 autocast, where CUDA
+# keeps layer_norm outputs in fp32 and the CPU trace does not (this factor may be low there).
+PREFILL_FACTOR = 1.0
 HOST_OVERHEAD_GB = 8.0  # per process: Python, CUDA host context, dataloader workers, images
 
 
@@ -92,8 +107,12 @@ class Decision:
 
 @dataclass(frozen=True)
 class Calibration:
-    factor: float
+    factor: float  # training step: measured / traced, fitted on the measured training points
     points: list  # rows of calibration.csv with the traced peak beside the measured one
+    prefill: float = PREFILL_FACTOR  # generation prefill (forward under no_grad)
+
+    def of(self, shape: StepShape) -> float:
+        return self.factor if shape.kind == "train" else self.prefill
 
 
 def _bool(text: str) -> bool:
@@ -115,12 +134,12 @@ def point_shape(row: dict) -> StepShape:
 
 @lru_cache(maxsize=1)
 def calibration() -> Calibration:
-    """The factor from measured over traced peak, averaged over the points that fitted."""
+    """The training factor: measured over traced peak, averaged over the training points that fitted."""
     points = []
     for row in calibration_points():
         trace = memory.cached_trace(memory.model_config(row["model"]), point_shape(row))
         points.append({**row, "traced_gb": trace.peak_gb})
-    ratios = [float(p["measured_gb"]) / p["traced_gb"] for p in points if p["outcome"] == "fit"]
+    ratios = [float(p["measured_gb"]) / p["traced_gb"] for p in points if p["outcome"] == "fit" and p["kind"] == "train"]
     return Calibration(factor=sum(ratios) / len(ratios), points=points)
 
 
@@ -128,7 +147,8 @@ def gpu_peak_gb(config, settings: JobSettings, micro_batch: int, gpus: int, offl
                 gpu_memory_gb: float = 80) -> dict:
     """Calibrated per-GPU peaks of a training step (traced at this micro-batch) and of a generation
     prefill (traced at this process's share of the generation batch), and their parts."""
-    factor = calibration().factor
+    calib = calibration()
+    factor = calib.factor
     train_trace = memory.cached_trace(config, settings.shape(micro_batch))
     bytes_per = 4 if settings.fp32_master else 2
     # weights + gradients + AdamW's two moments of the trainable part: what FSDP2 shards
@@ -142,9 +162,10 @@ def gpu_peak_gb(config, settings: JobSettings, micro_batch: int, gpus: int, offl
         generation = 0.0
     else:
         share = math.ceil((settings.generation_batch or settings.rollouts) / gpus)  # each process its share
-        generation = factor * memory.cached_trace(config, settings.shape(share, "prefill")).peak_gb
+        generation = calib.prefill * memory.cached_trace(config, settings.shape(share, "prefill")).peak_gb
     return {"train_gb": train, "generation_gb": generation, "state_gb": state, "activations_gb": activations,
-            "reference_gb": reference, "vllm_gb": engine, "factor": factor}
+            "reference_gb": reference, "vllm_gb": engine, "factor": factor,
+            "prefill_factor": calib.prefill}
 
 
 def host_gb(parameters: int, trainable: int, gpus: int, offload: bool, reference: bool, per_sample: bool) -> dict:
@@ -284,4 +305,5 @@ def plan_table(plan, gpu_memory_gb: float | None = None) -> tuple[list[dict], di
                      "gpu_hours": d.gpu_hours if known else None})
     gpu_hours = sum(r["gpu_hours"] or 0 for r in rows)
     return rows, {"jobs": len(rows), "gpu_hours": round(gpu_hours, 1), "node_hours_8gpu": round(gpu_hours / 8, 1),
-                  "factor": round(calibration().factor, 3)}
+                  "factor": round(calibration().factor, 3),
+                  "prefill_factor": calibration().prefill}

@@ -19,9 +19,11 @@ temporaries) and its peak. Traps met, each handled below (issue 24):
 - Qwen-VL towers read sequence lengths from `image_grid_thw` with `.tolist()` (data-dependent):
   models/families.py `traced_image_features` passes the grid-derived indices precomputed from real
   tensors and a flash-named packed attention (transformers' own hooks for both).
-The traced peak is scaled by the calibration factor (cost.py, data/calibration.csv) to the peaks
-measured on a GPU: the trace cannot see the CUDA context, the caching allocator's fragmentation or
-kernels' workspaces, and holds what a GPU does not (CPU autocast keeps more fp32 outputs).
+The traced peak is scaled by the calibration factor of its kind (cost.py, data/calibration.csv) to
+the peaks measured on a GPU: the trace cannot see the CUDA context, the caching allocator's
+fragmentation or kernels' workspaces, and a training trace holds what a GPU does not (layers'
+checkpointed inputs and gradient temporaries kept alive through the backward); a prefill trace holds
+what the GPU allocates (factor 1, cost.PREFILL_FACTOR).
 
 Traces are cached on disk by a hash of (model config, shape) because one takes 10 s to minutes.
 """
@@ -278,4 +280,6 @@ def ship_cache() -> int:
 if __name__ == "__main__":
     from .cost import calibration
 
-    print(f"calibration factor {calibration().factor:.3f}; {ship_cache()} traces in {SHIPPED_TRACES}")
+    calib = calibration()
+    print(f"calibration factor {calib.factor:.3f} (training), {calib.prefill:g} (prefill); "
+          f"{ship_cache()} traces in {SHIPPED_TRACES}")
