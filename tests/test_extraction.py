@@ -2,7 +2,8 @@
 
 import pytest
 
-from ttrl_bench.evaluation.extraction import answer_region, extract_choice, extract_short_answer
+from ttrl_bench.evaluation.extraction import (answer_region, extract_choice, extract_short_answer, short_answers_match,
+                                             ttrv_choice)
 
 OPTIONS = ["neck brace", "shopping cart", "guillotine", "garbage truck"]
 
@@ -138,3 +139,13 @@ def test_a_letter_beyond_the_options_is_unparsable(text):
     """Four options are A-D: "E" in any form the extraction reads is no answer (scored wrong)."""
     assert extract_choice(text, ["cat", "dog", "fox", "owl"]) is None
     assert extract_choice(text.replace("E", "D"), ["cat", "dog", "fox", "owl"]) == "D"
+
+
+def test_short_answers_compare_numbers_with_a_relative_tolerance():
+    assert short_answers_match("1,000", "1000")
+    assert short_answers_match("1000000000001", "1000000000000")  # 1 in 1e12: within 1e-9 relative
+    assert not short_answers_match("1.0000000015", "1")  # 1.5e-9 beyond 1e-9 (absolute below 1)
+    assert not short_answers_match("3", "three")
+    assert extract_short_answer(None) is None
+    assert extract_short_answer("Answer: X.") == "X"
+    assert ttrv_choice("\n:E/.\n", ["a", "b", "c", "d", "e"]) == "E"

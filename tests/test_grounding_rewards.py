@@ -323,3 +323,21 @@ def test_thresholds_are_strict_at_their_boundaries():
     assert pairwise_accuracy([obj([0, 0, 99, 0], [10, 0])], [obj([0, 0, 49, 0], [10, 0])]) == 1.0
     on_edge = [obj([0, 0, 100, 100], [100, 0])]
     assert pairwise_accuracy(on_edge, on_edge) == 3.0
+
+
+def test_iou_distance_and_counts_by_hand():
+    from ttrl_bench.rewards.grounding import convention_counts, flipped
+
+    assert box_iou([0, 5, 10, 15], [0, 5, 10, 15]) == 1.0  # y1 > x1: each corner read from its own index
+    assert box_iou([0, 0, 10, 10], [0, 20, 10, 30]) == 0.0  # overlapping in x only
+    # points 40 px apart in x alone: IoU and L1 pass, distance 40 >= 30 fails -> 2
+    a = [{"bbox_2d": [0, 0, 100, 100], "point_2d": [10, 50]}]
+    b = [{"bbox_2d": [0, 0, 100, 100], "point_2d": [50, 50]}]
+    assert pairwise_accuracy(a, b) == 2.0
+    # 120 objects are allowed, 121 are over; one unparsable completion of one
+    assert convention_counts([a * 120, a * 121])["over_max_objects"] == 0.5
+    assert convention_counts([None])["unparsable"] == 1.0
+    assert flipped(Conventions(pixel_iou=False), "pixel_iou").pixel_iou is True  # back to the default
+    assert non_repeat_reward("a.. a. a.") == 0.0  # an empty piece is skipped, not the end
+    with pytest.raises(TypeError, match="point_distance must be 'euclidean' or 'l1', got 'manhattan'"):
+        Conventions(point_distance="manhattan")

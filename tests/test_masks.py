@@ -67,3 +67,12 @@ def test_with_a_masker_the_metrics_are_mask_giou_and_ciou():
 def test_a_missing_sam2_checkpoint_names_the_config_key(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"evaluation\.grounding\.sam2"):
         Sam2Masker(tmp_path / "absent", tmp_path)
+
+
+def test_task_for_builds_a_sam2_masker_from_the_config(tiny_sam2):
+    from ttrl_bench.evaluation.tasks import task_for
+
+    task = task_for("demo-digit-scenes", sam2=str(tiny_sam2), image_root=tiny_sam2 / "images")
+    assert task.masker.image_root == tiny_sam2 / "images" and task.primary == "giou"
+    with pytest.raises(FileNotFoundError, match=r"evaluation\.grounding\.sam2"):
+        task_for("demo-digit-scenes", sam2=str(tiny_sam2 / "absent"), image_root=tiny_sam2)

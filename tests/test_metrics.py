@@ -10,6 +10,8 @@ def test_accuracy_counts_unparsable_as_wrong():
 def test_accuracy_rejects_mismatched_lengths():
     with pytest.raises(ValueError, match="3 predictions but 2"):
         accuracy(["A", "B", "C"], ["A", "B"])
+    with pytest.raises(ValueError, match="^accuracy of an empty set is undefined$"):
+        accuracy([], [])
 
 
 def test_smape_score_matches_capture_formula():
@@ -67,10 +69,23 @@ def test_empty_mask_options_lisa_and_seg_zero_skip():
     assert giou_ciou_from_counts([4, 0, 0], [16, 0, 9], "one") == (pytest.approx(1.25 / 3), pytest.approx(4 / 25))
     assert giou_ciou_from_counts([4, 0, 0], [16, 0, 9], "skip") == (pytest.approx(0.125), pytest.approx(4 / 25))
     assert giou_ciou_from_counts([0], [0], "one") == (1.0, 0.0)
-    with pytest.raises(ValueError, match="drops them all"):
+    with pytest.raises(ValueError, match="^giou_ciou: every sample has an empty prediction and target, and empty=.skip. drops them all$"):
         giou_ciou_from_counts([0], [0], "skip")
     with pytest.raises(ValueError, match="evaluation.grounding.empty_mask_iou"):
         giou_ciou_from_counts([0], [0], "half")
+    with pytest.raises(ValueError, match="giou_ciou: 1 intersections for 2 unions"):
+        giou_ciou_from_counts([0], [0, 4])
+    with pytest.raises(ValueError, match="giou_ciou: 0 intersections for 0 unions"):
+        giou_ciou_from_counts([], [])
+
+
+def test_giou_ciou_of_masks_passes_the_empty_option():
+    import numpy as np
+
+    from ttrl_bench.evaluation.metrics import giou_ciou
+
+    empty = np.zeros((2, 2), bool)
+    assert giou_ciou([empty], [empty], "one") == (1.0, 0.0)  # LISA: nothing to find, found
 
 
 def test_pass_at_k_by_hand():

@@ -216,3 +216,92 @@ def test_dare_keeps_an_answer_exactly_at_the_pruning_threshold():
     floating point: b / total == tau holds), so b survives (p_hat >= tau). a: 0.75 + 0.5 * (1 - 3/4) * 0.5 = 0.8125;
     b: 0.25 + 0.5 * (1 - 1/4) * 0.5 = 0.4375. Pruned, b would get 0 and a 1.0."""
     assert dare(["a", "a", "a", "b"], [0.5] * 4, tau=0.25) == pytest.approx([0.8125] * 3 + [0.4375])
+
+
+def test_registry_random_reward_draws_group_g_from_seed_plus_g():
+    # random.Random(0): .844 .758 .421 .259; random.Random(1): .134 .847 .764 .255 (r = 1 below .5)
+    groups = get_reward("random")
+    assert groups([None] * 4) == [0.0, 0.0, 1.0, 1.0]
+    assert groups([None] * 4) == [1.0, 0.0, 0.0, 1.0]
+
+
+def test_dare_defaults_and_params_reach_the_reward():
+    """Defaults alpha .5, tau .05 (the worked example above); each param is passed through."""
+    four, u = ["A", "A", "A", "B"], [0.2, 0.2, 0.2, 0.6]
+    assert dare(four, u) == pytest.approx([1.0, 1.0, 1.0, 0.25])
+    reward = get_reward("dare")
+    assert reward(four, uncertainties=u) == pytest.approx([1.0, 1.0, 1.0, 0.25])
+    # tau .3 prunes B (p_hat .1): A alone, bonus (1 - 3/3) * .8 = 0
+    assert get_reward("dare", tau=0.3)(four, uncertainties=u) == pytest.approx([1.0, 1.0, 1.0, 0.0])
+    # eps .5: weight A = 2 / (.5 + .5) = 2, B = 1 / (0 + .5) = 2 -> p .5 each; alpha 0: no bonus
+    assert get_reward("dare", alpha=0.0, tau=0.0, eps=0.5)(["A", "A", "B"], uncertainties=[0.5, 0.5, 0.0]) == [0.5] * 3
+    assert reward.unparsable == "no_reward"
+    reward(["A", "A", "A", None], uncertainties=u)
+    assert reward.last_stats == {"convention_unparsable": 0.25}
+
+
+def test_dare_accepts_uncertainties_0_and_1_and_scores_nothing_parsed_0():
+    # u = 0: weight 1 / eps, p 1, bonus (1 - 1/1) * 1 = 0; u = 1: p .5 each, bonus (1 - 1/2) * 0 = 0
+    assert dare(["A"], [0.0]) == pytest.approx([1.0])
+    assert dare(["A", "B"], [1.0, 1.0]) == pytest.approx([0.5, 0.5])
+    assert dare([None, None], [0.1, 0.2]) == [0.0, 0.0]
+    with pytest.raises(ValueError, match=r"got \[1\.5, 2\.0, 3\.0\]$"):
+        dare(["A"] * 4, [1.5, 2.0, 3.0, 4.0])
+
+
+def test_voting_defaults_and_small_groups():
+    from collections import Counter
+
+    from ttrl_bench.rewards.voting import answer_counts
+
+    assert answer_counts(["A", None]) == Counter({"A": 1, None: 1})  # None is a value by default
+    assert answer_entropy([]) == 0.0
+    # two outcomes: H = ln 2, normalised by ln 2 -> 1; r = 1/2 - 1 * 1
+    assert ttrv(["A", "B"], alpha=1.0, entropy="normalized") == pytest.approx([-0.5, -0.5])
+    assert ttrv_diversity_only(["A", "B"], alpha=1.0) == pytest.approx([-math.log(2)] * 2)
+    assert ttrv_diversity_only(["A", "B"], alpha=1.0, entropy="normalized") == pytest.approx([-1.0, -1.0])
+
+
+def test_reward_objects_keep_their_conventions_and_counts():
+    ttrv_reward = get_reward("ttrv", alpha=0.0)
+    assert ttrv_reward.last_stats == {} and ttrv_reward.needs_gold is False and ttrv_reward.unparsable == "answer"
+    assert get_reward("random").unparsable == "answer" and get_reward("gold").needs_gold is True
+    assert get_reward("ttrv", unparsable="no_reward").unparsable == "no_reward"
+    # no None: both conventions give p = 2/3, 2/3, 1/3 (alpha 0 in both): nothing changes
+    ttrv_reward(["A", "A", "B"])
+    assert ttrv_reward.last_stats == {"convention_unparsable": 0.0, "changed_by_unparsable": 0.0}
+    # one completion, unparsable: "answer" makes it the label (1), "no_reward" gives 0: 1 of 1 changed
+    vote = get_reward("majority_vote")
+    assert vote([None]) == [1.0]
+    assert vote.last_stats == {"convention_unparsable": 1.0, "changed_by_unparsable": 1.0}
+    # the flip of "no_reward" is "answer": [0, 0, 1] against [1, 1, 0]
+    no_reward = get_reward("majority_vote", unparsable="no_reward")
+    no_reward([None, None, "A"])
+    assert no_reward.last_stats["changed_by_unparsable"] == 1.0
+
+
+def test_consensus_reward_params_reach_the_conventions():
+    """a = [0, 0, 2, 2], b = [0, 0, 2, 1], points (1, 1): pixel IoU 6/9 > .5 (continuous 2/4 = .5 is
+    not), box L1 (0 + 0 + 0 + 1) / 4, distance 0 -> 3 tests pixel-wise, 2 continuous."""
+    def obj(box, point):
+        return [{"bbox_2d": box, "point_2d": point}]
+
+    a, b = obj([0, 0, 2, 2], [1, 1]), obj([0, 0, 2, 1], [1, 1])
+    assert get_reward("vr_ttrl_consensus")([a, b]) == [3.0, 3.0]
+    assert get_reward("vr_ttrl_consensus", pixel_iou=False)([a, b]) == [3.0, 2.0]
+    # loose thresholds (.3 / 20 / 50): [0, 0, 100, 100] vs [0, 0, 100, 40]: IoU 4141/10201 = .41,
+    # L1 60/4 = 15, distance |50 - 20| = 30: all pass loose, none base (label a: b scores 0)
+    big, low = obj([0, 0, 100, 100], [50, 50]), obj([0, 0, 100, 40], [50, 20])
+    assert get_reward("vr_ttrl_consensus", thresholds="loose")([big, low]) == [3.0, 3.0]
+    assert get_reward("vr_ttrl_consensus")([big, low]) == [3.0, 0.0]
+    # an answer with an invalid object scores 0 under the authors' rule (total 0, the two a's 3 each:
+    # label a); with drop_object it is its valid object, a, and every answer scores 3
+    mixed = [*a, {"bbox_2d": [0, 0, 1, 1]}]
+    assert get_reward("vr_ttrl_consensus")([mixed, a, a]) == [0.0, 3.0, 3.0]
+    assert get_reward("vr_ttrl_consensus", invalid_object="drop_object")([mixed, a, a]) == [3.0] * 3
+    with pytest.raises(TypeError, match=r"thresholds must be one of \['base', 'loose', 'strict'\], got 'tight'"):
+        get_reward("vr_ttrl_consensus", thresholds="tight")
+    with pytest.raises(TypeError, match="non_repeat must be 'output' or 'thinking', got 'all'"):
+        get_reward("vr_ttrl_consensus", non_repeat="all")
+    with pytest.raises(KeyError, match="known: majority_vote, ttrv, "):
+        get_reward("nope")

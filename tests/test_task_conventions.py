@@ -1,5 +1,7 @@
 """Per-task parsing and scoring conventions taken from the authors' evaluation code."""
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -68,3 +70,34 @@ def test_task_for_passes_the_evaluation_options():
     assert task_for("mme", choice_parser="ttrv").choose is ttrv_choice
     assert task_for("demo-digit-scenes").empty_mask_iou == "zero"
     assert task_for("demo-digit-scenes", empty_mask_iou="one").empty_mask_iou == "one"
+
+
+def test_task_for_keeps_each_option_to_its_tasks(monkeypatch):
+    """Defaults give the shared task objects; an option builds a new one only for the tasks it is
+    about (pass_k: math; choice_parser: recognition and VQA; empty_mask_iou: grounding)."""
+    from types import SimpleNamespace
+
+    from ttrl_bench.evaluation import tasks
+    from ttrl_bench.evaluation.extraction import ttrv_choice
+    from ttrl_bench.evaluation.tasks import TASKS, MathTask, task_for
+
+    assert task_for("geoqa", pass_k=(2,)).pass_k == (1, 2)
+    assert task_for("geoqa") is TASKS["math"]
+    assert task_for("demo-digits", pass_k=(1, 4)) is TASKS["recognition"]
+    assert not isinstance(task_for("demo-digit-scenes", pass_k=(1, 4)), MathTask)
+    assert task_for("demo-digits", choice_parser="robust") is TASKS["recognition"]
+    assert task_for("mathvista", choice_parser="ttrv").choose is ttrv_choice  # a VQA set
+    assert task_for("demo-digit-scenes", choice_parser="ttrv") is TASKS["grounding"]
+    assert task_for("demo-digit-scenes") is TASKS["grounding"]
+    assert task_for("demo-digits", empty_mask_iou="one") is TASKS["recognition"]
+    monkeypatch.setattr(tasks, "get_dataset", lambda name: SimpleNamespace(task="speech"))
+    with pytest.raises(NotImplementedError, match="dataset 'x': task 'speech' has no evaluation yet"):
+        task_for("x")
+
+
+def test_prediction_columns_keep_the_gold_and_leave_unparsable_empty():
+    mcq = predictions_frame(["B"], pd.DataFrame({"id": ["a"], "options": [["cat", "dog"]], "answer": ["A"]}), MCQTask())
+    assert mcq["gold"].tolist() == ["A"]
+    frame = predictions_frame(["no answer"], pd.DataFrame(SCENE), GroundingTask())
+    assert frame["parsed"].tolist() == [None]  # not the JSON "null"
+    assert json.loads(frame["gold"][0]) == [{"bbox_2d": [0.0, 0.0, 10.0, 10.0], "point_2d": [5.0, 5.0]}]

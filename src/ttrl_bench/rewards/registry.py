@@ -52,7 +52,7 @@ def _unparsable_counts(answers: Sequence) -> dict:
     return {"unparsable": sum(a is None for a in answers) / max(len(answers), 1)}
 
 
-def _voting(fn, unparsable: str = "answer", **params) -> Reward:
+def _voting(fn, unparsable: str, **params) -> Reward:
     """A voting reward with the TTRV/TTRL `unparsable` convention (voting.py) and its flip."""
     voting._check_unparsable(unparsable)
     other = "no_reward" if unparsable == "answer" else "answer"
