@@ -75,7 +75,8 @@ def adapt_each_sample(model, processor, samples: pd.DataFrame, image_root: Path,
             train_log = adapt_one(samples.iloc[[index]], base_weights)
             logs.append(train_log.assign(sample=row["id"], sample_updates=train_log.attrs["optimizer_steps"],
                                          weights_changed=train_log.attrs["weights_changed"],
-                                         sample_step_time_s=sum(train_log.attrs["step_times"])))
+                                         # TRL's step_time; NaN for the Appendix C objectives (no GRPO trainer)
+                                         sample_step_time_s=sum(train_log.attrs.get("step_times", [float("nan")]))))
             outputs.append(_predict_greedy(model, processor, row, image, max_new_tokens))
             base_weights.restore(model)  # back to the base model for the next sample
         else:
