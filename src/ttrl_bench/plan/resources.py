@@ -5,7 +5,6 @@ SLURM job ask for what the plan predicts."""
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -36,19 +35,8 @@ def _parameters(source: str) -> int:
     return memory.parameter_count(memory.model_config(source))
 
 
-# Snakemake asks each job's resources one by one (gpu, mem_mb, runtime, the launch command): decided once
-_REQUESTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def job_request(plan: Plan, job: Job) -> Request:
-    """The resources of one job of the GPU rules or of convert_model (decided once per plan and job)."""
-    requests = _REQUESTS.setdefault(plan, {})
-    if job not in requests:
-        requests[job] = _request(plan, job)
-    return requests[job]
-
-
-def _request(plan: Plan, job: Job) -> Request:
+    """The resources of one job of the GPU rules or of convert_model."""
     entry = plan.models[job.model]
     trains = plan.method_specs.get(job.method, {}).get("hyperparameters", {}).get("updates", True)
     if job.rule in ("adapt", "adapt_per_sample") and _built(plan, job.model):
