@@ -7,7 +7,7 @@ rule adapt:
         train_log="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/train_log.parquet",
         run="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/run.json",
     params:
-        launch=get_launcher("adapt"),
+        launch=get_launcher,
         source=get_model_source,
         method=get_method_json,
         protocol=get_protocol_flags,
@@ -43,7 +43,7 @@ rule adapt_per_sample:
         train_log="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/train_log.parquet",
         run="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/run.json",
     params:
-        launch=get_launcher("adapt_per_sample"),
+        launch=get_launcher,
         source=get_model_source,
         method=get_method_json,
         protocol=get_protocol_flags,

@@ -144,14 +144,12 @@ def get_resource(rule, name):
     return resource
 
 
-def get_launcher(rule):
-    """`ttrl-bench` as one process, or under `accelerate launch` with FSDP2 over the job's GPUs (the plan's
-    decision for the rule's job); the rendezvous port is derived from the job so that jobs sharing a node
-    do not collide."""
-    def launch(wildcards):
-        request = job_request(PLAN, Job.of(rule, wildcards))
-        return launcher(request.gpus, request.offload, 29500 + zlib.crc32("/".join(wildcards).encode()) % 2000)
-    return launch
+def get_launcher(wildcards):
+    """`ttrl-bench` as one process, or under `accelerate launch` with FSDP2 over the job's GPUs; the
+    rendezvous port is derived from the job so that jobs sharing a node do not collide."""
+    port = 29500 + zlib.crc32("/".join(wildcards).encode()) % 2000
+    request = job_request(PLAN, Job.of("adapt", wildcards))
+    return launcher(request.gpus, MODELS[wildcards.model].get("params_b", 0.0), port)
 
 
 def get_paper_model_names():

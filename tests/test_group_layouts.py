@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, free_ports
+from conftest import REPO
 from ttrl_bench.runs.launch import launcher
 
 TWO_LAYOUTS_SCRIPT = """
@@ -49,7 +49,7 @@ def test_groups_split_across_processes_vote_on_the_whole_group(demo_data, tiny_m
     Before issue 23 both stopped at the first generation ("needs each process to hold whole groups")."""
     script = tmp_path / "layouts.py"
     script.write_text(TWO_LAYOUTS_SCRIPT)
-    command = launcher(2, False, port=free_ports()[0]).split()[:-2]
+    command = launcher(2, 0.0, port=29631).split()[:-2]
     result = subprocess.run(command + [str(script), str(tiny_model_dir), str(demo_data), str(tmp_path / "out")],
                             capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -66,11 +66,12 @@ def test_groups_split_across_processes_vote_on_the_whole_group(demo_data, tiny_m
 
 
 def _config_jobs():
-    """(config file, model, method, adaptation samples) of every GRPO job the paper and demo configs can
-    plan (enabled or not), the hyper-parameters resolved as the rules do."""
+    """(config file, model, method, GPUs, adaptation samples) of every GRPO job the paper and demo
+    configs can plan (enabled or not), the hyper-parameters resolved as the rules do."""
     import yaml
 
     from ttrl_bench.adaptation.presets import is_per_sample, method_task, resolve_method
+    from ttrl_bench.runs.launch import default_gpus
 
     for path in sorted((REPO / "config").glob("*.yaml")):
         config = yaml.safe_load(path.read_text())
@@ -79,6 +80,8 @@ def _config_jobs():
         for block in blocks:
             n = block.get("n_samples", adaptation.get("n_samples", 20))
             for model in block.get("models", list(config["models"])):
+                entry = config["models"][model]
+                gpus = entry.get("gpus") or default_gpus(entry.get("params_b", 0.0))
                 for method in block.get("methods", config["methods"]):
                     spec = resolve_method(method, {"rollout_backend": adaptation.get("rollout_backend", "auto"),
                                                    **adaptation.get("hyperparameters", {}).get(method_task(method), {})},
@@ -86,7 +89,7 @@ def _config_jobs():
                     if spec is None or "objective" in spec:
                         continue  # zero-shot; the Appendix C baselines (baselines.py) run no GRPO layout
                     samples = 1 if is_per_sample(method) else (10_000 if n == "all" else n)
-                    yield path.name, model, method, samples, spec["hyperparameters"]
+                    yield path.name, model, method, gpus, samples, spec["hyperparameters"]
 
 
 def test_every_configured_grpo_job_has_a_batch_layout():
@@ -98,20 +101,12 @@ def test_every_configured_grpo_job_has_a_batch_layout():
     from ttrl_bench.adaptation.layout import plan_batch_layout
     from ttrl_bench.adaptation.presets import resolve_method
 
-    def runs_on(hp, gpus, samples):
-        try:
-            return plan_batch_layout(hp, gpus, samples)
-        except ValueError:
-            return None
-
     jobs = list(_config_jobs())
-    # the plan (plan/cost.py) gives each job the fewest GPUs that fit among those its layout runs on
-    layouts = {(*job[:4], gpus): runs_on(job[4], gpus, job[3]) for job in jobs for gpus in (1, 2, 4, 8)}
+    layouts = {job[:5]: plan_batch_layout(job[5], job[3], job[4]) for job in jobs}
     assert {"echo.yaml", "ttrv.yaml", "vr-ttrl.yaml", "dare.yaml", "config.yaml"} <= {job[0] for job in jobs}
-    assert all(any(layouts[(*job[:4], gpus)] for gpus in (1, 2, 4, 8)) for job in jobs)
-    assert layouts["echo.yaml", "qwen2.5-vl-7b", "echo", 10_000, 4] == {
+    assert layouts["echo.yaml", "qwen2.5-vl-7b", "echo", 4, 10_000] == {
         "per_device_train_batch_size": 1, "gradient_accumulation_steps": 8, "generation_batch_size": 160}
-    assert layouts["ttrv.yaml", "internvl2.5-4b", "ttrv", 1, 2] == {
+    assert layouts["ttrv.yaml", "internvl2.5-4b", "ttrv", 2, 1] == {
         "per_device_train_batch_size": 2, "gradient_accumulation_steps": 4, "generation_batch_size": 16}
     hp = resolve_method("ttrv")["hyperparameters"]
     with pytest.raises(ValueError, match="n_votes = 24 must be a multiple of num_generations = 16"):

@@ -206,7 +206,7 @@ def check_sources(plan) -> None:
 
 
 @contextmanager
-def quiet_logger(logger: str):
+def _quiet(logger: str):
     log = logging.getLogger(logger)
     level = log.level
     log.setLevel(logging.ERROR)
@@ -231,17 +231,8 @@ def check_batch_layouts(plan) -> None:
         # a per-sample job adapts on one sample at a time; "all" is known once the data is prepared
         n = 1 if job.rule == "adapt_per_sample" else adaptation_samples(job.protocol) or split_size(plan, job.dataset)
         if n:
-            with quiet_logger("ttrl_bench.adaptation.layout"):  # its warnings are the job's to print, once
+            with _quiet("ttrl_bench.adaptation.layout"):  # its warnings are the job's to print, once
                 plan_batch_layout(hp, job_request(plan, job).gpus, n)
-
-
-def check_requests(plan) -> None:
-    """Every job's request can be made (plan/resources.py): an adaptation job predicted not to fit the
-    configured GPU stops the dry run, naming the job, its predicted peak, the GPU's memory and the keys."""
-    from .resources import job_request  # resources imports the grid, which imports this module
-
-    for job in plan.jobs():
-        job_request(plan, job)
 
 
 def run_all(plan, configfiles=()) -> None:
@@ -249,8 +240,6 @@ def run_all(plan, configfiles=()) -> None:
     The pre-flight comes before the sources check: it names every missing model and dataset at once."""
     check_methods_fit(plan)
     check_sample_counts(plan)
+    check_batch_layouts(plan)
     check_cache(plan.config, plan.run_models, plan.datasets, list(configfiles), Path(plan.results))
     check_sources(plan)
-    # last: both read every model's config.json (the GPUs a job gets), which the checks above find
-    check_batch_layouts(plan)
-    check_requests(plan)

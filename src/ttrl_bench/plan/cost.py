@@ -13,7 +13,7 @@ minutes and GPU-hours, decided from traced memory (memory.py) rather than a rule
   Each peak is traced at the job's own micro-batch and generation share (cached).
 - Several GPUs: FSDP2 full sharding divides weights, gradients and AdamW state by the GPU count;
   activations stay per process. (The traced alternative, torch's FSDPMemTracker on a fake process
-  group, is not wired yet: each GPU count is predicted by dividing the state.)
+  group, is not wired yet: see the report of helper h24mem.)
 - Host memory counts every copy (issue 23 finding 5): the checkpoint loaded by every process, the
   pinned fp32 WeightSnapshot of the trainable weights (adaptation/weights.py, one per process), the
   offloaded fp32 weights + gradients + AdamW state, the bf16 reference model loaded by every
@@ -206,32 +206,24 @@ def runtime_minutes(config, settings: JobSettings, micro_batch: int, gpus: int) 
 
 
 def decide(config, settings: JobSettings, gpu_memory_gb: float = 80, gpus: int | None = None,
-           micro_batch: int | None = None, job: str = "adaptation job", keys: str = "models.<name>.gpus",
-           offload: bool | None = None, layout_ok=None) -> Decision:
+           micro_batch: int | None = None, job: str = "adaptation job", keys: str = "models.<name>.gpus") -> Decision:
     """GPUs, offload and micro-batch for one job: the fewest GPUs (powers of two up to 8) on which the
     largest micro-batch that fits does, offload only where no GPU count fits without it.
-    `gpus` / `offload` / `micro_batch` (config `models.<name>.gpus` / `.offload`, the method's
-    `micro_batch_size`) override; `layout_ok(gpus, micro_batch)` leaves out layouts the trainer cannot
-    run (adaptation/layout.py). Raises ValueError naming the job, the predicted peak, the GPU's memory
-    and the keys to change."""
+    `gpus` / `micro_batch` (config `models.<name>.gpus`, the method's `micro_batch_size`) override.
+    Raises ValueError naming the job, the predicted peak, the GPU's memory and the keys to change."""
     micro_batch = micro_batch or settings.micro_batch
     counts = [gpus] if gpus else list(GPU_COUNTS)
     batches = [micro_batch] if micro_batch else [b for b in MICRO_BATCHES if b <= settings.trained]
     best = None
-    for offload in (False, True) if offload is None else (offload,):
+    for offload in (False, True):
         for count in counts:
             for batch in batches:
-                if layout_ok is not None and not layout_ok(count, batch):
-                    continue
                 peaks = gpu_peak_gb(config, settings, batch, count, offload, gpu_memory_gb)
                 peak = max(peaks["train_gb"], peaks["generation_gb"])
                 best = min(best or (peak, count, batch, offload, peaks), (peak, count, batch, offload, peaks),
                            key=lambda t: t[0])
                 if peak <= gpu_memory_gb:
                     return _decision(config, settings, count, batch, offload, peaks)
-    if best is None:
-        raise ValueError(f"{job}: no batch layout runs on {counts} GPU(s) with micro-batches {batches} "
-                         f"(adaptation/layout.py). Change {keys}")
     peak, count, batch, offload, peaks = best
     raise ValueError(
         f"{job}: predicted GPU peak {peak:.1f} GB per GPU (training {peaks['train_gb']:.1f}, generation "
@@ -289,40 +281,13 @@ def job_settings(plan, job) -> JobSettings:
 
 
 def job_decision(plan, job, gpu_memory_gb: float | None = None) -> Decision:
-    """`decide` for one adaptation job of a Plan (plan/grid.py), the config's overrides applied; only
-    the GPU counts whose batch layout the trainer can run are tried."""
+    """`decide` for one adaptation job of a Plan (plan/grid.py), the config's overrides applied."""
     model = plan.config["models"][job.model]
     gpu_memory_gb = gpu_memory_gb or plan.config.get("resources", {}).get("gpu_memory_gb", 80)
     name = f"{job.rule} {job.model}/{job.method}/{job.dataset}/{job.protocol}/seed{job.seed}"
-    settings = job_settings(plan, job)
-    # the GPUs the config names are taken as they are (checks.check_batch_layouts names a layout they refuse)
-    layout_ok = None if model.get("gpus") else _layout_check(plan, job, settings.micro_batch)
-    return decide(memory.model_config(model_source(plan, job.model)), settings, gpu_memory_gb,
-                  gpus=model.get("gpus"), offload=model.get("offload"), layout_ok=layout_ok, job=name,
-                  keys=f"models.{job.model}.gpus / .offload or adaptation.hyperparameters (micro_batch_size)")
-
-
-def _layout_check(plan, job, micro_batch: int | None):
-    """Whether the job's GRPO batch can be laid out on a GPU count (adaptation/layout.py), or None
-    where it has no GRPO batch (Appendix C objectives), its sample count is known only from the data,
-    or no GPU count lays it out (a config error that checks.check_batch_layouts names by its key)."""
-    from ..adaptation.layout import plan_batch_layout
-
-    hp = plan.method_specs[job.method].get("hyperparameters", {})
-    n = 1 if job.rule == "adapt_per_sample" else adaptation_samples(job.protocol)
-    if "num_generations" not in hp or not n:
-        return None
-
-    def runs(gpus: int, micro_batch: int) -> bool:
-        from .checks import quiet_logger  # checks imports the grid, which imports this module
-
-        try:
-            with quiet_logger("ttrl_bench.adaptation.layout"):  # its warnings are the job's to print
-                plan_batch_layout({**hp, "micro_batch_size": micro_batch}, gpus, n)
-        except ValueError:
-            return False
-        return True
-    return runs if any(runs(gpus, micro_batch or 1) for gpus in GPU_COUNTS) else None
+    return decide(memory.model_config(model_source(plan, job.model)), job_settings(plan, job), gpu_memory_gb,
+                  gpus=model.get("gpus"), job=name,
+                  keys=f"models.{job.model}.gpus or adaptation.hyperparameters (micro_batch_size)")
 
 
 def plan_table(plan, gpu_memory_gb: float | None = None) -> tuple[list[dict], dict]:

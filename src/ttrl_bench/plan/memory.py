@@ -154,17 +154,6 @@ def build_fake(config, dtype):
     return model, mode
 
 
-def parameter_count(config) -> int:
-    """Parameters of transformers' model for `config`, built on the meta device (no storage, a second
-    for an 8B model)."""
-    import torch
-    from transformers import AutoModelForImageTextToText
-
-    with torch.device("meta"):
-        model = AutoModelForImageTextToText.from_config(copy.deepcopy(config))
-    return sum(p.numel() for p in model.parameters())
-
-
 def _language_forward(model, features, shape: StepShape, logits_to_keep: int, use_cache: bool):
     """The language model and head on prompt + completion embeddings, image features in place of the
     image tokens (what the model's forward does after `get_image_features`)."""

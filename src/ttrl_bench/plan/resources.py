@@ -1,19 +1,15 @@
-"""What each job asks its executor for: GPUs, offload, host memory and minutes, through one function
-(`job_request`). An adaptation job's request is the cost model's decision (plan/cost.py: traced
-peak per GPU, host memory counting every copy, minutes from traced FLOPs), so the dry run and the
-SLURM job ask for what the plan predicts."""
+"""What each job asks its executor for: GPUs, host memory, minutes and threads, through one
+function (`job_request`). Today's sizes are a rule of thumb from `models.<name>.params_b`
+(runs/launch.py: 18 bytes per parameter against 60 GB usable of an 80 GB GPU)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
-from . import cost, memory
+from ..runs.launch import default_gpus, needs_offload
 from .grid import Job, Plan
 
 GPU_RULES = ("adapt", "adapt_per_sample", "evaluate")
-HOST_HEADROOM_MB = 8000  # Python, the CUDA host context, images
-BUILT_MODEL = {"mem_mb": 8000, "runtime": 40}  # the demo's tiny models: no trace, minutes on a CPU
 
 
 @dataclass(frozen=True)
@@ -25,37 +21,36 @@ class Request:
     offload: bool = False  # FSDP2 parameters and optimizer state on the host
 
 
-def _built(plan: Plan, model: str) -> bool:
-    """A model this workflow builds (the demo's tiny models): nothing to trace, tiny on any device."""
-    return "build" in plan.models[model]
+def _params_b(plan: Plan, model: str) -> float:
+    """Model size in billions of parameters (config `models.<name>.params_b`; the demo ~0)."""
+    return plan.models[model].get("params_b", 0.0)
 
 
-@lru_cache(maxsize=None)
-def _parameters(source: str) -> int:
-    return memory.parameter_count(memory.model_config(source))
+def adapt_gpus(plan: Plan, model: str) -> int:
+    """GPUs of an adaptation job: `models.<name>.gpus`, else enough for the training state of a model
+    of `params_b` (runs/launch.py: 1 for 2B, 2 for 4B, 4 for 7-8B)."""
+    return plan.models[model].get("gpus") or default_gpus(_params_b(plan, model))
 
 
 def job_request(plan: Plan, job: Job) -> Request:
     """The resources of one job of the GPU rules or of convert_model."""
-    entry = plan.models[job.model]
-    trains = plan.method_specs.get(job.method, {}).get("hyperparameters", {}).get("updates", True)
-    if job.rule in ("adapt", "adapt_per_sample") and _built(plan, job.model):
-        return Request(entry.get("gpus") or 1, BUILT_MODEL["mem_mb"], BUILT_MODEL["runtime"])
-    if job.rule in ("adapt", "adapt_per_sample") and trains:
-        d = cost.job_decision(plan, job)
-        return Request(d.gpus, d.mem_mb, d.runtime_min, offload=d.offload)
-    # evaluation, conversion and voting without updates (VR-TTRL's vote-only baseline) load the bf16
-    # weights on the host first: 2 bytes per parameter, doubled for the copy the loader makes, plus head room
-    billions = 0.0 if _built(plan, job.model) else _parameters(cost.model_source(plan, job.model)) / 1e9
-    mem_mb = int(HOST_HEADROOM_MB + 4 * 1000 * billions)
-    if job.rule == "adapt_per_sample":  # votes of every sample, no training: one GPU, generation only;
-        # the per-sample loop still loads fp32 weights and pins their snapshot (every parameter counted)
-        host = cost.host_gb(billions * 1e9, billions * 1e9, gpus=1, offload=False, reference=False, per_sample=True)
-        return Request(1, int(1000 * host["total_gb"]), 2 * int(30 + 5 * max(1.0, billions)))
+    params_b = _params_b(plan, job.model)
+    if job.rule in ("adapt", "adapt_per_sample"):
+        gpus = adapt_gpus(plan, job.model)
+        offload = needs_offload(params_b, gpus)
+        # every process loads the weights on the host in fp32 (4 bytes per parameter), an offloaded
+        # job keeps its training state there (18), plus 8 GB of head room
+        mem_mb = int(8000 + 1000 * params_b * (4 * gpus + (18 if offload else 0)))
+        if job.rule == "adapt_per_sample":  # VR-TTRL: ~21 s per update of a 7B model, 5 per sample, 200 samples
+            runtime = int(30 + 200 * 5 * 21 / 60 * max(1.0, params_b / 7))
+        else:  # TTRV Table 10: 3.77 min for a 20-sample adaptation of a 2B-8B model
+            runtime = int(30 + 10 * max(1.0, params_b))
+        return Request(gpus, mem_mb, runtime, offload=offload)
+    # evaluation, and conversion: the bf16 weights are loaded on the host first (2 bytes per
+    # parameter, doubled for safety), plus 8 GB of head room
+    mem_mb = int(8000 + 4 * 1000 * params_b)
     if job.rule == "evaluate":
-        # a margin, not a prediction: greedy decoding of a split is minutes on one GPU (vLLM 36 samples/s
-        # on the lent H100 for the 2B size, gpu-probe.md); the FLOPs-based estimate covers adaptation only
-        return Request(1, mem_mb, int(30 + 5 * max(1.0, billions)))
+        return Request(1, mem_mb, int(30 + 5 * max(1.0, params_b)))
     if job.rule == "convert_model":
         return Request(0, mem_mb, 60)
     raise ValueError(f"no resource request for rule {job.rule!r}")
