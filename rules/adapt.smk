@@ -7,9 +7,9 @@ rule adapt:
         train_log="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/train_log.parquet",
         run="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/run.json",
     params:
-        launch=get_launcher,
+        launch=get_launcher("adapt"),
         source=get_model_source,
-        method=get_method_json,
+        method=get_method_json("adapt"),
         protocol=get_protocol_flags,
     log:
         "logs/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}.log",
@@ -43,9 +43,9 @@ rule adapt_per_sample:
         train_log="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/train_log.parquet",
         run="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/run.json",
     params:
-        launch=get_launcher,
+        launch=get_launcher("adapt_per_sample"),
         source=get_model_source,
-        method=get_method_json,
+        method=get_method_json("adapt_per_sample"),
         protocol=get_protocol_flags,
         eval_flags=get_eval_flags,
     log:

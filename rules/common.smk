@@ -3,7 +3,6 @@ import os
 import re
 import shlex
 import sys
-import zlib
 from pathlib import Path
 
 from snakemake.utils import min_version
@@ -15,10 +14,10 @@ sys.path.insert(0, SRC)
 from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.plan import Job, Plan, checks, job_request, validated
 from ttrl_bench.plan.grid import BUILD_FAMILY, DEMO_DATASETS, protocol_parts
-from ttrl_bench.plan.resources import largest_gpu_request
+from ttrl_bench.plan.resources import job_method_settings, largest_gpu_request, launch_command
 from ttrl_bench.plan.results_tree import check_results_tree, claim_results_tree, config_files
 from ttrl_bench.results.paper_tables import PAPER_TABLES
-from ttrl_bench.runs.launch import launcher, machine_has_gpu
+from ttrl_bench.runs.launch import machine_has_gpu
 
 min_version("9.0")
 
@@ -108,8 +107,9 @@ def get_adapt_run_flag(wildcards, input):
     return f"--adapt-run {input.run}" if wildcards.method != "zero-shot" else ""
 
 
-def get_method_json(wildcards):
-    return json.dumps(PLAN.method_settings(wildcards.method))
+def get_method_json(rule):
+    """An adaptation job's resolved method settings, its decided micro-batch in (plan.resources)."""
+    return lambda wildcards: json.dumps(job_method_settings(PLAN, Job.of(rule, wildcards)))
 
 
 def get_eval_vllm_settings(wildcards):
@@ -144,12 +144,10 @@ def get_resource(rule, name):
     return resource
 
 
-def get_launcher(wildcards):
-    """`ttrl-bench` as one process, or under `accelerate launch` with FSDP2 over the job's GPUs; the
-    rendezvous port is derived from the job so that jobs sharing a node do not collide."""
-    port = 29500 + zlib.crc32("/".join(wildcards).encode()) % 2000
-    request = job_request(PLAN, Job.of("adapt", wildcards))
-    return launcher(request.gpus, MODELS[wildcards.model].get("params_b", 0.0), port)
+def get_launcher(rule):
+    """`ttrl-bench` as one process, or under `accelerate launch` with FSDP2 over the job's decided
+    GPUs, offloaded or not (plan.resources.launch_command)."""
+    return lambda wildcards: launch_command(PLAN, Job.of(rule, wildcards))
 
 
 def get_paper_model_names():

@@ -36,6 +36,7 @@ import json
 import os
 import time
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 GB = 1e9
@@ -80,6 +81,7 @@ class Trace:
 MODEL_CONFIGS = Path(__file__).parent / "data" / "model_configs.json"
 
 
+@lru_cache(maxsize=None)  # the plan asks per job; callers copy before editing (build_fake, with_layers)
 def model_config(source: str):
     """The transformers config of `source` (a local model directory or a Hub id): its own
     config.json from the directory or the Hugging Face cache, else offline from the shipped table of
@@ -96,6 +98,17 @@ def model_config(source: str):
                          f"cache, not in {MODEL_CONFIGS.name} (known: {known})")
     entry = dict(entry)
     return AutoConfig.for_model(entry.pop("model_type"), **entry)
+
+
+@lru_cache(maxsize=None)
+def parameter_count(source: str) -> int:
+    """Parameters of the model of `source` (its config, model_config), counted on the meta device."""
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    with torch.device("meta"):
+        model = AutoModelForImageTextToText.from_config(copy.deepcopy(model_config(source)))
+    return sum(p.numel() for p in model.parameters())
 
 
 def config_dict(config) -> dict:
