@@ -163,17 +163,6 @@ def test_a_micro_batch_no_layout_runs_is_refused_before_any_trace():
         job_request(Plan(validated(config)), Job("adapt", "internvl3-2b", "ttrv", "ai2d", None, "n20_random", 0))
 
 
-@pytest.mark.parametrize("name", ["ttrv.yaml", "vr-ttrl.yaml", "dare.yaml", "echo.yaml"])
-def test_every_paper_config_plans_from_the_shipped_traces(name, monkeypatch, tmp_path):
-    """plan/data/traces.json holds every trace the paper configs' jobs need: no trace runs here."""
-    from ttrl_bench.plan import memory
-
-    monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "empty"))
-    monkeypatch.setattr(memory, "trace_step", lambda config, shape: pytest.fail(f"not shipped: {shape}"))
-    plan = paper(name)
-    assert all(job_request(plan, job).gpus >= 1 for job in plan.jobs())
-
-
 def test_job_of_snakemake_wildcards():
     class Wildcards:  # Snakemake's wildcards: attributes, strings
         model, method, train, target, protocol, seed = "m", "ttrv", "a", "b", "n20_random", "3"
