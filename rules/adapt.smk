@@ -16,7 +16,7 @@ rule adapt:
     benchmark:
         "results/benchmarks/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}.tsv"
     wildcard_constraints:
-        method=one_of(GRPO_METHODS) or "(?!)",
+        method=one_of(PLAN.grpo_methods) or "(?!)",
     threads: get_resource("adapt", "threads")
     resources:
         gpu=get_resource("adapt", "gpu"),
@@ -53,7 +53,7 @@ rule adapt_per_sample:
     benchmark:
         "results/benchmarks/adapt_per_sample/{model}/{method}/{dataset}/{protocol}/seed{seed}.tsv"
     wildcard_constraints:
-        method=one_of(PER_SAMPLE) or "(?!)",
+        method=one_of(PLAN.per_sample) or "(?!)",
     threads: get_resource("adapt_per_sample", "threads")
     resources:
         gpu=get_resource("adapt_per_sample", "gpu"),

@@ -10,7 +10,7 @@ from ttrl_bench.plan.memory import StepShape, Trace
 
 @pytest.mark.parametrize("source, billions", [
     ("OpenGVLab/InternVL3-2B-hf", 1.856),  # gpu-probe.md: 1.856 B (the H100 probe's model)
-    ("Qwen/Qwen2.5-VL-7B-Instruct", 8.292),  # issue 23 finding 5: 8.29 B, not the config's params_b 7
+    ("Qwen/Qwen2.5-VL-7B-Instruct", 8.292),  # issue 23 finding 5: 8.29 B, not the 7 once typed by hand in the configs
 ])
 def test_shipped_configs_build_the_published_sizes(source, billions):
     model, _ = memory.build_fake(memory.model_config(source), torch.bfloat16)

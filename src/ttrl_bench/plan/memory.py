@@ -81,11 +81,16 @@ class Trace:
 MODEL_CONFIGS = Path(__file__).parent / "data" / "model_configs.json"
 
 
-@lru_cache(maxsize=None)  # the plan asks per job; callers copy before editing (build_fake, with_layers)
 def model_config(source: str):
     """The transformers config of `source` (a local model directory or a Hub id): its own
     config.json from the directory or the Hugging Face cache, else offline from the shipped table of
-    the papers' models (data/model_configs.json). Raises naming the source if neither has it."""
+    the papers' models (data/model_configs.json). Raises naming the source if neither has it.
+    A copy each call: callers may edit it."""
+    return copy.deepcopy(_read_config(source))
+
+
+@lru_cache(maxsize=None)  # the plan asks per job
+def _read_config(source: str):
     from transformers import AutoConfig
 
     with contextlib.suppress(OSError, ValueError):
@@ -107,7 +112,7 @@ def parameter_count(source: str) -> int:
     from transformers import AutoModelForImageTextToText
 
     with torch.device("meta"):
-        model = AutoModelForImageTextToText.from_config(copy.deepcopy(model_config(source)))
+        model = AutoModelForImageTextToText.from_config(model_config(source))
     return sum(p.numel() for p in model.parameters())
 
 
