@@ -131,7 +131,8 @@ def test_built_models_ask_a_fixed_small_request_without_tracing():
     plan = Plan(demo_with("models: {demo: {gpus: 2}}"))
     adapt = Job("adapt", "demo", "ttrv", "demo-digits", None, "n20_random", 0)
     assert job_request(plan, adapt) == Request(2, 8000, 40)
-    assert job_request(plan, Job("evaluate", "demo", "zero-shot", "none", "demo-digits", "n20_random", 0)) == Request(1, 8000, 40)
+    evaluation = Job("evaluate", "demo", "zero-shot", "none", "demo-digits", "n20_random", 0)
+    assert job_request(plan, evaluation) == Request(1, 8000, 40)
     assert job_method_settings(plan, adapt) == plan.method_settings("ttrv")
 
 
