@@ -7,16 +7,16 @@ rule adapt:
         train_log="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/train_log.parquet",
         run="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/run.json",
     params:
-        launch=get_launcher,
+        launch=get_launcher("adapt"),
         source=get_model_source,
-        method=get_method_json,
+        method=get_method_json("adapt"),
         protocol=get_protocol_flags,
     log:
         "logs/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}.log",
     benchmark:
         "results/benchmarks/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}.tsv"
     wildcard_constraints:
-        method=one_of(GRPO_METHODS) or "(?!)",
+        method=one_of(PLAN.grpo_methods) or "(?!)",
     threads: get_resource("adapt", "threads")
     resources:
         gpu=get_resource("adapt", "gpu"),
@@ -43,9 +43,9 @@ rule adapt_per_sample:
         train_log="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/train_log.parquet",
         run="results/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}/run.json",
     params:
-        launch=get_launcher,
+        launch=get_launcher("adapt_per_sample"),
         source=get_model_source,
-        method=get_method_json,
+        method=get_method_json("adapt_per_sample"),
         protocol=get_protocol_flags,
         eval_flags=get_eval_flags,
     log:
@@ -53,7 +53,7 @@ rule adapt_per_sample:
     benchmark:
         "results/benchmarks/adapt_per_sample/{model}/{method}/{dataset}/{protocol}/seed{seed}.tsv"
     wildcard_constraints:
-        method=one_of(PER_SAMPLE) or "(?!)",
+        method=one_of(PLAN.per_sample) or "(?!)",
     threads: get_resource("adapt_per_sample", "threads")
     resources:
         gpu=get_resource("adapt_per_sample", "gpu"),

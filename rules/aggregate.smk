@@ -61,10 +61,10 @@ rule render_tables:
         preparation_csv="results/tables/data_preparation.csv",
     params:
         cli=TTRL_BENCH,
-        models=get_paper_model_names(),
+        models=json.dumps(PLAN.paper_model_names()),
         datasets=json.dumps(config["tables"]["dataset_names"]),
-        n_adapt=N_ADAPT,
-        sampling=SAMPLING,
+        n_adapt=config["adaptation"]["n_samples"],
+        sampling=config["adaptation"]["sampling"],
     log:
         "logs/render_tables.log",
     conda:
@@ -101,10 +101,10 @@ rule plot_figures:
         ),
     params:
         cli=TTRL_BENCH,
-        models=get_paper_model_names(),
+        models=json.dumps(PLAN.paper_model_names()),
         datasets=json.dumps(config["tables"]["dataset_names"]),
-        n_adapt=N_ADAPT,
-        sampling=SAMPLING,
+        n_adapt=config["adaptation"]["n_samples"],
+        sampling=config["adaptation"]["sampling"],
     log:
         "logs/plot_figures.log",
     conda:

@@ -3,7 +3,6 @@ import os
 import re
 import shlex
 import sys
-import zlib
 from pathlib import Path
 
 from snakemake.utils import min_version
@@ -15,10 +14,10 @@ sys.path.insert(0, SRC)
 from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.plan import Job, Plan, checks, job_request, validated
 from ttrl_bench.plan.grid import BUILD_FAMILY, DEMO_DATASETS, protocol_parts
-from ttrl_bench.plan.resources import largest_gpu_request
+from ttrl_bench.plan.resources import job_method_settings, largest_gpu_request, launch_command
 from ttrl_bench.plan.results_tree import check_results_tree, claim_results_tree, config_files
-from ttrl_bench.results.paper_tables import PAPER_TABLES
-from ttrl_bench.runs.launch import launcher, machine_has_gpu
+from ttrl_bench.results.paper_tables import PAPER_TABLES  # for rules/aggregate.smk
+from ttrl_bench.runs.launch import machine_has_gpu
 
 min_version("9.0")
 
@@ -52,25 +51,16 @@ onstart:
     claim_results_tree(PLAN.results, CONFIG_FILES)
 
 
-MODELS = PLAN.models
-SEEDS = config["seeds"]
-N_ADAPT = config["adaptation"]["n_samples"]
-SAMPLING = config["adaptation"]["sampling"]
-DATASETS = PLAN.datasets
-PER_SAMPLE = PLAN.per_sample
-GRPO_METHODS = PLAN.grpo_methods
-
-
 def one_of(names):
     """A wildcard regex matching exactly these names ("refcoco+-testA" holds a regex character)."""
     return "|".join(re.escape(n) for n in names)
 
 
 wildcard_constraints:
-    model=one_of(MODELS),
+    model=one_of(PLAN.models),
     dataset=one_of(REGISTRY),
-    target=one_of(DATASETS),
-    train=one_of(DATASETS + ["none"]),
+    target=one_of(PLAN.datasets),
+    train=one_of(PLAN.datasets + ["none"]),
     protocol=r"n(\d+|all)_(random|biased-\d+)",
     seed=r"\d+",
 
@@ -80,41 +70,28 @@ def get_final_output():
 
 
 def get_model_source(wildcards):
-    return MODELS[wildcards.model]["source"]
+    return PLAN.models[wildcards.model]["source"]
 
 
 def get_base_model_input(wildcards):
-    """A model built or converted by this workflow is an input file; a Hub id is not."""
-    if "build" in MODELS[wildcards.model] or "convert_from" in MODELS[wildcards.model]:
-        return MODELS[wildcards.model]["source"]
-    return []
-
-
-def adapt_dir(w):
-    return f"results/adapt/{w.model}/{w.method}/{w.train}/{w.protocol}/seed{w.seed}"
+    return PLAN.base_model_input(wildcards.model)
 
 
 def get_eval_model_input(wildcards):
-    if wildcards.method == "zero-shot":
-        return {"model": get_base_model_input(wildcards)}
-    return {"model": f"{adapt_dir(wildcards)}/model", "run": f"{adapt_dir(wildcards)}/run.json"}
+    return PLAN.eval_model(Job.of("evaluate", wildcards))[1]
 
 
 def get_eval_model_source(wildcards):
-    return MODELS[wildcards.model]["source"] if wildcards.method == "zero-shot" else f"{adapt_dir(wildcards)}/model"
+    return PLAN.eval_model(Job.of("evaluate", wildcards))[0]
 
 
 def get_adapt_run_flag(wildcards, input):
     return f"--adapt-run {input.run}" if wildcards.method != "zero-shot" else ""
 
 
-def get_method_json(wildcards):
-    return json.dumps(PLAN.method_settings(wildcards.method))
-
-
-def get_eval_vllm_settings(wildcards):
-    """vLLM engine settings of greedy evaluation (config `evaluation.vllm`), as one JSON argument."""
-    return json.dumps(config["evaluation"]["vllm"])
+def get_method_json(rule):
+    """An adaptation job's resolved method settings, its decided micro-batch in (plan.resources)."""
+    return lambda wildcards: json.dumps(job_method_settings(PLAN, Job.of(rule, wildcards)))
 
 
 def get_protocol_flags(wildcards):
@@ -144,24 +121,18 @@ def get_resource(rule, name):
     return resource
 
 
-def get_launcher(wildcards):
-    """`ttrl-bench` as one process, or under `accelerate launch` with FSDP2 over the job's GPUs; the
-    rendezvous port is derived from the job so that jobs sharing a node do not collide."""
-    port = 29500 + zlib.crc32("/".join(wildcards).encode()) % 2000
-    request = job_request(PLAN, Job.of("adapt", wildcards))
-    return launcher(request.gpus, MODELS[wildcards.model].get("params_b", 0.0), port)
-
-
-def get_paper_model_names():
-    return json.dumps({name: m.get("paper_name", name) for name, m in MODELS.items()})
+def get_launcher(rule):
+    """`ttrl-bench` as one process, or under `accelerate launch` with FSDP2 over the job's decided
+    GPUs, offloaded or not (plan.resources.launch_command)."""
+    return lambda wildcards: launch_command(PLAN, Job.of(rule, wildcards))
 
 
 def get_build_family(wildcards):
-    return BUILD_FAMILY[MODELS[wildcards.model]["build"]]
+    return BUILD_FAMILY[PLAN.models[wildcards.model]["build"]]
 
 
 def get_convert_from(wildcards):
-    return MODELS[wildcards.model]["convert_from"]
+    return PLAN.models[wildcards.model]["convert_from"]
 
 
 # Every rule runs the package from this checkout, so the same command works in the venv of the

@@ -4,7 +4,7 @@ rule prepare_data:
         stats="results/data/{dataset}/prep_stats.json",
     params:
         cli=TTRL_BENCH,
-        seed=SEEDS[0],
+        seed=config["seeds"][0],
         rule=config["data"]["resolution_rule"],
         source=lambda wildcards: json.dumps(config["data"]["sources"].get(wildcards.dataset)),
     log:

@@ -13,13 +13,13 @@ rule evaluate:
         eval_flags=get_eval_flags,
         batch_size=config["evaluation"]["batch_size"],
         backend=config["evaluation"]["backend"],
-        vllm_settings=get_eval_vllm_settings,
+        vllm_settings=json.dumps(config["evaluation"]["vllm"]),  # one JSON argument
     log:
         "logs/evaluate/{model}/{method}/{train}/{target}/{protocol}/seed{seed}.log",
     benchmark:
         "results/benchmarks/evaluate/{model}/{method}/{train}/{target}/{protocol}/seed{seed}.tsv"
     wildcard_constraints:
-        method=one_of(["zero-shot"] + GRPO_METHODS),
+        method=one_of(["zero-shot"] + PLAN.grpo_methods),
     threads: get_resource("evaluate", "threads")
     resources:
         gpu=get_resource("evaluate", "gpu"),

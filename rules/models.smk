@@ -8,7 +8,7 @@ rule build_demo_model:
         data=expand("results/data/{dataset}", dataset=DEMO_DATASETS),
         steps=config["demo_model"]["warm_start_steps"],
         family=get_build_family,
-        seed=SEEDS[0],
+        seed=config["seeds"][0],
     log:
         "logs/build_demo_model/{model}.log",
     benchmark:

@@ -1,5 +1,5 @@
-"""Adaptation over several processes (issue 13): GPUs per job from the model's size, the launch
-command the rules use, and that command run on the CPU with 2 processes (gloo) through FSDP2."""
+"""Adaptation over several processes (issue 13): the launch command the rules use for the plan's
+decided GPUs and offload, and that command run on the CPU with 2 processes (gloo) through FSDP2."""
 
 import json
 import subprocess
@@ -7,20 +7,17 @@ import subprocess
 import pytest
 
 from conftest import REPO, free_ports
-from ttrl_bench.runs.launch import default_gpus, launcher, needs_offload
+from ttrl_bench.runs.launch import launcher
 
 
-def test_gpus_per_job_follow_the_training_state():
-    """18 bytes per parameter (fp32 weights, gradients, 2 AdamW moments, bf16 reference) against
-    60 GB usable of an 80 GB GPU: InternVL3-2B 1.86B -> 33.5 GB, 1 GPU; InternVL2.5-4B 3.71B ->
-    66.8 GB, 2; Qwen2.5-VL-7B 8.29B -> 149.2 GB (2.49 GPUs), 4."""
-    assert [default_gpus(b) for b in (0.0, 1.86, 3.71, 8.29)] == [1, 1, 2, 4]
-    assert not needs_offload(8.29, 4) and needs_offload(8.29, 1) and not needs_offload(1.86, 1)
-    assert launcher(1, 1.86) == "python -m ttrl_bench.cli"
-    eight_b_on_one = launcher(1, 8.29, port=29555)
+def test_the_launch_command_follows_the_decided_gpus_and_offload():
+    """One GPU without offload: plain Python; offloaded (an 8B model on one GPU) or several GPUs:
+    accelerate launch, FSDP2, one process per GPU."""
+    assert launcher(1) == "python -m ttrl_bench.cli"
+    eight_b_on_one = launcher(1, offload=True, port=29555)
     assert "--num_processes 1" in eight_b_on_one and "--fsdp_offload_params true" in eight_b_on_one
     assert "--main_process_port 29555" in eight_b_on_one and eight_b_on_one.endswith("-m ttrl_bench.cli")
-    assert "--num_processes 4" in launcher(4, 8.29) and "--fsdp_offload_params false" in launcher(4, 8.29)
+    assert "--num_processes 4" in launcher(4) and "--fsdp_offload_params false" in launcher(4)
 
 
 GATHER_SCRIPT = """
@@ -43,7 +40,7 @@ def test_rewards_of_a_group_split_across_processes(tmp_path):
     alone it would be a tie A/B, or B with its junk), so the rewards are 0 1 | 1 0."""
     script = tmp_path / "gather.py"
     script.write_text(GATHER_SCRIPT)
-    command = launcher(2, 0.0, port=free_ports()[0]).split()[:-2]  # the rules' 2-process launch, on a script
+    command = launcher(2, port=free_ports()[0]).split()[:-2]  # the rules' 2-process launch, on a script
     result = subprocess.run(command + [str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     rewards = {rank: json.loads((tmp_path / f"rewards-{rank}.json").read_text()) for rank in (0, 1)}
@@ -57,7 +54,7 @@ def test_the_rules_launch_command_runs_two_processes_on_cpu(demo_data, scene_dat
     ttrv = {"reward": "ttrv", "reward_params": {"alpha": 0.75, "entropy": "paper"}, "hyperparameters": {
         "learning_rate": 1e-3, "num_generations": 4, "n_votes": 8, "temperature": 1.0, "max_completion_length": 3,
         "epochs": 1, "prompts_per_step": 2, "micro_batch_size": 2, "kl_beta": 0.0}}
-    command = launcher(2, 0.0, port=free_ports()[0]).split()
+    command = launcher(2, port=free_ports()[0]).split()
     common = ["--model-source", str(tiny_model_dir), "--model-name", "tiny", "--seed", "0", "--n-adapt", "2",
               "--sampling", "random"]
     adapt = subprocess.run(command + ["adapt", *common, "--method", "ttrv", "--dataset", "demo-digits",
@@ -102,7 +99,7 @@ def test_per_sample_rounds_under_fsdp_restore_the_base_weights_exactly(scene_dat
     base weights come back bit for bit before the next sample."""
     script = tmp_path / "per_sample.py"
     script.write_text(PER_SAMPLE_SCRIPT)
-    command = launcher(2, 0.0, port=free_ports()[0]).split()[:-2]
+    command = launcher(2, port=free_ports()[0]).split()[:-2]
     result = subprocess.run(command + [str(script), str(tiny_model_dir), str(scene_data), str(tmp_path / "out")],
                             capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

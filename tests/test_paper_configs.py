@@ -146,6 +146,19 @@ def test_planned_job_counts(case):
     assert readme.get(case, sum(counts.values())) == sum(counts.values()), "run: python tests/test_paper_configs.py"
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_every_job_is_planned_from_the_shipped_traces(case, monkeypatch, tmp_path):
+    """plan/data/traces.json holds every trace the paper configs' jobs need, every experiment enabled:
+    their requests are decided offline, no trace runs here (a new one takes 10 s to minutes)."""
+    from ttrl_bench.plan import job_request, memory
+
+    monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setattr(memory, "trace_step", lambda config, shape: pytest.fail(f"not in traces.json: {shape}"))
+    config, extra, _ = CASES[case]
+    plan = Plan(validated(merge(yaml.safe_load((REPO / config).read_text()), yaml.safe_load(extra or "{}"))))
+    assert all(job_request(plan, job).gpus >= 1 for job in plan.jobs())
+
+
 def test_snakemake_runs_the_planned_jobs(tmp_path, monkeypatch):
     """The richest case (conversion, protocols, seeds, cross pairs): Snakemake's dry run, offline
     (HF_HUB_OFFLINE=1, README: models from the Hugging Face cache, no Hub probe), has the plan's jobs."""

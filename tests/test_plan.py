@@ -9,7 +9,7 @@ import yaml
 
 from ttrl_bench.plan import Job, Plan, Request, checks, job_request, load_config, validated
 from ttrl_bench.plan.config import merge
-from ttrl_bench.plan.resources import largest_gpu_request
+from ttrl_bench.plan.resources import job_method_settings, largest_gpu_request
 from ttrl_bench.plan.results_tree import check_results_tree, claim_results_tree, config_files
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,28 +92,76 @@ def test_paper_grids(config, counts):
     assert paper(config).job_counts() == {**counts, **aggregate}
 
 
-# --- requests: today's rule of thumb (runs/launch.py), worked by hand ---------------------------
+# --- requests: the cost model's decisions (plan/cost.py), read from the shipped traces ----------------
+
+EIGHT_B_TTRV = Job("adapt", "internvl3-8b", "ttrv", "ai2d", None, "n20_random", 0)
 
 
-def test_requests_follow_the_model_size():
-    """18 bytes per parameter against 60 GB usable per GPU: 2B -> 36 GB, 1 GPU; 8B -> 144 GB, 2.4 GPUs,
-    rounded up to a power of two: 4. Host memory 8 GB + 4 bytes per parameter per process (fp32 load);
-    minutes 30 + 10 per billion (TTRV Table 10); evaluation one GPU, 8 GB + 4 bytes per parameter."""
+def test_adaptation_requests_are_the_cost_models_decision():
+    """InternVL3-8B (7,944,373,760 parameters, 7,640,361,472 trained: vision tower frozen), TTRV with a
+    KL reference and vLLM at 0.3 of each GPU. On 2 GPUs half the fp32 weights + gradients + AdamW state
+    (123.5 GB / 2) plus 18 GB of activations, x 0.784 calibration, + a bf16 reference shard (7.9) + vLLM
+    (24) = 94 GB > 80: 4 GPUs. Host: 4 processes x (4 + 2 bytes) x 7.944e9 (fp32 load, bf16 reference)
+    + 4 x 8 GB = 222.7 GB, x 1.1 -> 245000 MB. Time: 2 x (17.9 compute minutes + 10 start-up) = 56.
+    InternVL3-2B: one GPU, 1 x 6 bytes x 1.856e9 + 8 GB = 19.1 GB, x 1.1 -> 22000 MB."""
     plan = paper("ttrv.yaml")
-    assert job_request(plan, Job("adapt", "internvl3-2b", "ttrv", "ai2d")) == Request(1, 16000, 50)
-    assert job_request(plan, Job("adapt", "internvl3-8b", "ttrv", "ai2d")) == Request(4, 8000 + 8 * 4 * 4000, 110)
-    assert job_request(plan, Job("evaluate", "internvl3-8b", "ttrv", "ai2d", "ai2d")) == Request(1, 40000, 70)
-    assert job_request(plan, Job("convert_model", "internvl2.5-4b")) == Request(0, 24000, 60)
-    # VR-TTRL per sample: 200 samples x 5 updates x 21 s of a 7B model = 350 min, + 30
+    assert job_request(plan, EIGHT_B_TTRV) == Request(4, 245000, 56, micro_batch=2)
+    two_b = Job("adapt", "internvl3-2b", "ttrv", "ai2d", None, "n20_random", 0)
+    assert job_request(plan, two_b) == Request(1, 22000, 53, micro_batch=2)
+    # VR-TTRL per sample, Qwen2.5-VL-7B (8.29e9 parameters): 4 GPUs; its 8 rollouts x 1 prompt per step
+    # leave each of 4 processes 2, so the preset's micro-batch of 4 runs as 2 (adaptation/layout.py)
     vr = paper("vr-ttrl.yaml")
-    assert job_request(vr, Job("adapt_per_sample", "qwen2.5-vl-7b", "vr-ttrl", "refcoco-val")) == Request(4, 120000, 380)
+    job = next(j for j in vr.jobs() if j.rule == "adapt_per_sample" and j.model == "qwen2.5-vl-7b")
+    assert job_request(vr, job) == Request(4, 389000, 340, micro_batch=2)
+    assert job_method_settings(vr, job)["hyperparameters"]["micro_batch_size"] == 2
+
+
+def test_evaluation_and_conversion_ask_for_the_weights_on_the_host():
+    """8 GB + 4 bytes per parameter (the parameter count from the model's config on the meta device):
+    InternVL3-8B 8000 + 4 x 7944.37 = 39778 MB; InternVL2.5-4B 8000 + 4 x 3712.64 = 22851 MB.
+    Evaluation minutes 30 + 5 per billion: 70 for 7.94 B."""
+    plan = paper("ttrv.yaml")
+    assert job_request(plan, Job("evaluate", "internvl3-8b", "ttrv", "ai2d", "ai2d")) == Request(1, 39778, 70)
+    assert job_request(plan, Job("convert_model", "internvl2.5-4b")) == Request(0, 22851, 60)
+
+
+def test_built_models_ask_a_fixed_small_request_without_tracing():
+    """The demo's tiny model has no config before it is built: models.demo.gpus (2 here) for its
+    adaptations, one GPU for its evaluations, 8000 MB, 40 minutes; the method's settings unchanged."""
+    plan = Plan(demo_with("models: {demo: {gpus: 2}}"))
+    adapt = Job("adapt", "demo", "ttrv", "demo-digits", None, "n20_random", 0)
+    assert job_request(plan, adapt) == Request(2, 8000, 40)
+    evaluation = Job("evaluate", "demo", "zero-shot", "none", "demo-digits", "n20_random", 0)
+    assert job_request(plan, evaluation) == Request(1, 8000, 40)
+    assert job_method_settings(plan, adapt) == plan.method_settings("ttrv")
 
 
 def test_one_gpu_for_an_8b_model_offloads_to_the_host():
-    """models.<name>.gpus overrides; 8B x 18 bytes on one 80 GB GPU does not fit, so parameters and
-    optimizer state go to the host: 8 GB + 8B x (4 + 18) bytes."""
+    """models.<name>.gpus = 1: the 8B training state (123.5 GB) fits only on the host. Host: one fp32
+    load (31.8 GB), the offloaded state (123.5), one bf16 reference (15.9), one process (8) = 179.1 GB,
+    x 1.1 -> 198000 MB; time 2 x (3 x 71.6 PCIe-bound compute minutes + 10) = 450."""
     plan = Plan(validated(merge(paper("ttrv.yaml").config, {"models": {"internvl3-8b": {"gpus": 1}}})))
-    assert job_request(plan, Job("adapt", "internvl3-8b", "ttrv", "ai2d")) == Request(1, 8000 + 8 * 22000, 110, offload=True)
+    assert job_request(plan, EIGHT_B_TTRV) == Request(1, 198000, 450, offload=True, micro_batch=2)
+
+
+def test_a_job_predicted_not_to_fit_stops_the_dry_run_naming_the_key():
+    """InternVL3-8B on one GPU without offload: 0.784 x (123.5 + 18) + 15.9 (reference) + 24 (vLLM)
+    = 150.8 GB against 80."""
+    config = merge(paper("ttrv.yaml").config, {"models": {"internvl3-8b": {"gpus": 1, "offload": False}}})
+    with pytest.raises(ValueError) as err:
+        checks.check_requests(Plan(validated(config)))
+    message = str(err.value)
+    assert message.startswith("adapt internvl3-8b/")
+    assert "predicted GPU peak 150.8 GB" in message and "GPU's 80 GB" in message
+    assert "models.internvl3-8b.gpus" in message
+
+
+def test_a_micro_batch_no_layout_runs_is_refused_before_any_trace():
+    """models.<name>.micro_batch_size 3 on one GPU: TTRV's 16 trained rollouts of a step are no whole
+    number of micro-batches of 3, so decide has no layout to try and raises the layout's error."""
+    config = merge(paper("ttrv.yaml").config, {"models": {"internvl3-2b": {"gpus": 1, "micro_batch_size": 3}}})
+    with pytest.raises(ValueError, match="micro_batch_size 3"):
+        job_request(Plan(validated(config)), Job("adapt", "internvl3-2b", "ttrv", "ai2d", None, "n20_random", 0))
 
 
 def test_job_of_snakemake_wildcards():

@@ -10,7 +10,7 @@ from ttrl_bench.plan.memory import StepShape, Trace
 
 @pytest.mark.parametrize("source, billions", [
     ("OpenGVLab/InternVL3-2B-hf", 1.856),  # gpu-probe.md: 1.856 B (the H100 probe's model)
-    ("Qwen/Qwen2.5-VL-7B-Instruct", 8.292),  # issue 23 finding 5: 8.29 B, not the config's params_b 7
+    ("Qwen/Qwen2.5-VL-7B-Instruct", 8.292),  # issue 23 finding 5: 8.29 B, not the 7 once typed by hand in the configs
 ])
 def test_shipped_configs_build_the_published_sizes(source, billions):
     model, _ = memory.build_fake(memory.model_config(source), torch.bfloat16)
@@ -153,3 +153,18 @@ def test_decide_counts_a_colocated_vllm_engine(synthetic):
     d = cost.decide(None, replace(synthetic, vllm_share=0.3), gpu_memory_gb=80)
     assert (d.gpus, d.micro_batch, d.offload) == (4, 8, False)
     assert d.predicted["vllm_gb"] == pytest.approx(24.0)
+
+
+def test_decide_tries_only_the_layouts_the_batch_layout_runs(synthetic):
+    def no_two_gpus(gpus, micro_batch):
+        if gpus == 2:
+            raise ValueError("no layout on 2 GPUs")
+        return micro_batch
+    # 2 GPUs refused: 4 GPUs, 29 + 4 + 2 + 1.5 x 16 = 59 GB, the whole group of 16 in one micro-batch
+    d = cost.decide(None, synthetic, layout=no_two_gpus)
+    assert (d.gpus, d.micro_batch, d.gpu_peak_gb) == (4, 16, 59.0)
+    # a layout that shrinks the micro-batch to 4 (few rollouts per process): 2 GPUs, 58 + 8 + 2 + 6 = 74 GB
+    d = cost.decide(None, synthetic, layout=lambda gpus, micro_batch: min(micro_batch, 4))
+    assert (d.gpus, d.micro_batch, d.gpu_peak_gb) == (2, 4, 74.0)
+    with pytest.raises(ValueError, match="no layout on 2 GPUs"):  # nothing runs: the layout's own error
+        cost.decide(None, synthetic, gpus=2, layout=no_two_gpus)

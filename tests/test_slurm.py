@@ -79,13 +79,13 @@ echo "stub sbatch: recorded, not submitted" >&2
 exit 1
 """
 STUB_SACCTMGR = "#!/bin/sh\necho acct\n"  # the plugin validates the account against this list
-# An 8B model (a Hub id, taken from the Hugging Face cache: HF_HUB_OFFLINE=1) adapting on the
-# bundled digits, already prepared: its adaptation is the first job, 4 GPUs by the plan
+# InternVL3-8B (a Hub id, taken from the Hugging Face cache: HF_HUB_OFFLINE=1; its config from the
+# plan's shipped table) adapting on the bundled digits, already prepared: its adaptation is the first job
 EIGHT_B = """\
 datasets: [demo-digits]
 methods: [ttrv]
 models:
-  big: {source: org/eight-b-model, params_b: 8}
+  big: {source: OpenGVLab/InternVL3-8B-hf}
 """
 
 
@@ -113,7 +113,7 @@ def stub_cluster(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the model from the (hand-built) Hugging Face cache
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
-    cache_model(tmp_path / "hf" / "hub", "org/eight-b-model")
+    cache_model(tmp_path / "hf" / "hub", "OpenGVLab/InternVL3-8B-hf")
     monkeypatch.setenv("TTRL_SLURM_PARTITION", "gpu")
     monkeypatch.setenv("TTRL_SLURM_ACCOUNT", "acct")
     return work
@@ -124,16 +124,31 @@ ADAPTATION = "results/adapt/big/ttrv/demo-digits/n20_random/seed0/run.json"  # t
 NO_WAITING = ("--retries", "0", "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "1")
 
 
+def _printed_resources(dry_run: str, rule: str) -> dict:
+    """The `resources:` line of a rule's job in Snakemake's dry-run listing, as a dict."""
+    block = dry_run[dry_run.index(f"rule {rule}:"):].split("\n\n")[0]
+    line = next(line for line in block.splitlines() if line.strip().startswith("resources:"))
+    return dict(item.strip().split("=", 1) for item in line.split(":", 1)[1].split(","))
+
+
+def test_the_slurm_dry_run_shows_what_each_job_will_ask(stub_cluster):
+    """Issue 24: the dry run shows each job's request as the plan decided it (test_plan.py works the
+    numbers out): InternVL3-8B's TTRV adaptation 4 GPUs, 245000 MB, 56 minutes (not gpu=0, as when
+    the GPU count was decided at submission); its evaluation one GPU, 8 GB + 4 bytes x 7.944e9
+    parameters = 39778 MB, 30 + 5 x 7.94 = 70 minutes."""
+    evaluation = "results/eval/big/ttrv/demo-digits/demo-digits/n20_random/seed0/metrics.json"
+    dry = _snakemake(stub_cluster, "-n", "--workflow-profile", "profiles/slurm", *CONFIG, evaluation).stdout
+    adapt, evaluate = _printed_resources(dry, "adapt"), _printed_resources(dry, "evaluate")
+    assert (adapt["gpu"], adapt["mem_mb"], adapt["runtime"]) == ("4", "245000", "56"), adapt
+    assert (evaluate["gpu"], evaluate["mem_mb"], evaluate["runtime"]) == ("1", "39778", "70"), evaluate
+
+
 def test_an_8b_job_asks_slurm_for_its_gpus(stub_cluster, tmp_path):
-    """Issue 26 point 1 and issue 24: the dry run shows the request (4 GPUs, 8 GB + 8B x 4 processes
-    x 4 bytes of host memory, 30 + 10 x 8 minutes), and sbatch receives exactly that."""
-    dry = _snakemake(stub_cluster, "-n", "--workflow-profile", "profiles/slurm", *CONFIG, ADAPTATION).stdout
-    adapt = dry[dry.index("rule adapt:"):].split("\n\n")[0]
-    assert "gpu=4" in adapt and "mem_mb=136000" in adapt and "runtime=110" in adapt, adapt
+    """Issue 26 point 1 and issue 24: sbatch receives the plan's request (4 GPUs, 245000 MB, 56 minutes)."""
     _snakemake(stub_cluster, "--workflow-profile", "profiles/slurm", *CONFIG, ADAPTATION, *NO_WAITING, check=False)
     calls = (tmp_path / "sbatch.log").read_text().splitlines()
     adapt = [call for call in calls if "rule_adapt" in call]
-    assert adapt and all(f in adapt[0] for f in ("--gpus=4", "--cpus-per-gpu=8", "--mem 136000", "-t 110")), calls
+    assert adapt and all(f in adapt[0] for f in ("--gpus=4", "--cpus-per-gpu=8", "--mem 245000", "-t 56")), calls
 
 
 def test_the_slurm_profile_given_as_profile_stops_naming_the_flag(stub_cluster, tmp_path):

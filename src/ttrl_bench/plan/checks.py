@@ -216,23 +216,37 @@ def _quiet(logger: str):
         log.setLevel(level)
 
 
-def check_batch_layouts(plan) -> None:
-    """Every GRPO adaptation's batch layout runs on its GPUs (adaptation/layout.py): a vote/train split
-    or micro-batch that cannot be laid out stops the dry run, not the job's first generation."""
+def layout_samples(plan, job) -> int | None:
+    """The adaptation samples a job's batch layout is planned for: one for a per-sample job (each adapt
+    call sees one sample), else the protocol's; for "all" the prepared split's (None before)."""
+    if job.rule == "adapt_per_sample":
+        return 1
+    return adaptation_samples(job.protocol) or split_size(plan, job.dataset)
+
+
+def quiet_layout(hp: dict, gpus: int, n_samples: int) -> dict:
+    """adaptation/layout.py's plan_batch_layout without its warnings (the job's to print, once)."""
     from ..adaptation.layout import plan_batch_layout
-    from .resources import job_request  # resources imports the grid, which imports this module
+
+    with _quiet("ttrl_bench.adaptation.layout"):
+        return plan_batch_layout(hp, gpus, n_samples)
+
+
+def check_requests(plan) -> None:
+    """Every job's request decided now (plan/resources.py): a job predicted not to fit its GPU stops the
+    dry run naming the job, its predicted peak, the GPU's memory and the keys (cost.decide); so does a
+    GRPO batch layout (vote/train split, micro-batch) that cannot run on the job's GPUs, with the
+    settings the job will be given (its decided micro-batch included)."""
+    from .resources import job_method_settings, job_request  # resources imports the grid, which imports this module
 
     for job in plan.jobs():
+        request = job_request(plan, job)
         if job.rule not in ("adapt", "adapt_per_sample"):
             continue
-        hp = plan.method_settings(job.method).get("hyperparameters", {})
-        if "num_generations" not in hp:
-            continue  # objective presets (Appendix C baselines) have no GRPO batch
-        # a per-sample job adapts on one sample at a time; "all" is known once the data is prepared
-        n = 1 if job.rule == "adapt_per_sample" else adaptation_samples(job.protocol) or split_size(plan, job.dataset)
-        if n:
-            with _quiet("ttrl_bench.adaptation.layout"):  # its warnings are the job's to print, once
-                plan_batch_layout(hp, job_request(plan, job).gpus, n)
+        hp = job_method_settings(plan, job).get("hyperparameters", {})
+        n_samples = layout_samples(plan, job)
+        if "num_generations" in hp and n_samples:  # objective presets (Appendix C baselines) have no GRPO batch
+            quiet_layout(hp, request.gpus, n_samples)
 
 
 def run_all(plan, configfiles=()) -> None:
@@ -240,6 +254,6 @@ def run_all(plan, configfiles=()) -> None:
     The pre-flight comes before the sources check: it names every missing model and dataset at once."""
     check_methods_fit(plan)
     check_sample_counts(plan)
-    check_batch_layouts(plan)
     check_cache(plan.config, plan.run_models, plan.datasets, list(configfiles), Path(plan.results))
     check_sources(plan)
+    check_requests(plan)  # last: it reads the models' configs, which the checks above find

@@ -31,6 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import memory
+from .checks import layout_samples, quiet_layout, split_size
 from .grid import adaptation_samples
 from .memory import StepShape
 
@@ -78,7 +79,8 @@ class JobSettings:
         prompts = h.get("prompts_per_step", 1)
         epochs = h.get("epochs", 1)
         rounds = n_samples * epochs if per_sample else epochs * math.ceil(n_samples / prompts)
-        return cls(rollouts=h.get("n_votes") or h["num_generations"], trained=h["num_generations"],
+        trained = h.get("num_generations", 1)  # the objective baselines (Appendix C): one pseudo-answer
+        return cls(rollouts=h.get("n_votes") or trained, trained=trained,
                    prompts_per_step=prompts, new_tokens=h.get("max_completion_length", 1024), rounds=rounds,
                    micro_batch=h.get("micro_batch_size"), freeze_vision=h.get("freeze_vision", True),
                    gradient_checkpointing=h.get("gradient_checkpointing", True),
@@ -206,28 +208,39 @@ def runtime_minutes(config, settings: JobSettings, micro_batch: int, gpus: int) 
 
 
 def decide(config, settings: JobSettings, gpu_memory_gb: float = 80, gpus: int | None = None,
-           micro_batch: int | None = None, job: str = "adaptation job", keys: str = "models.<name>.gpus") -> Decision:
+           micro_batch: int | None = None, offload: bool | None = None, layout=None,
+           job: str = "adaptation job", keys: str = "models.<name>.gpus") -> Decision:
     """GPUs, offload and micro-batch for one job: the fewest GPUs (powers of two up to 8) on which the
     largest micro-batch that fits does, offload only where no GPU count fits without it.
-    `gpus` / `micro_batch` (config `models.<name>.gpus`, the method's `micro_batch_size`) override.
+    `gpus` / `micro_batch` / `offload` (config `models.<name>.gpus`, `.micro_batch_size`, `.offload`, the
+    method's `micro_batch_size`) override. `layout(gpus, micro_batch)`: the micro-batch the job's batch
+    layout runs with those GPUs (adaptation/layout.py may shrink it), raising ValueError for a layout it
+    refuses; such (gpus, micro-batch) pairs are not tried, and where none is left its error is raised.
     Raises ValueError naming the job, the predicted peak, the GPU's memory and the keys to change."""
     micro_batch = micro_batch or settings.micro_batch
     counts = [gpus] if gpus else list(GPU_COUNTS)
     batches = [micro_batch] if micro_batch else [b for b in MICRO_BATCHES if b <= settings.trained]
-    best = None
-    for offload in (False, True):
+    best, refused = None, None
+    for offloaded in [offload] if offload is not None else [False, True]:
         for count in counts:
             for batch in batches:
-                peaks = gpu_peak_gb(config, settings, batch, count, offload, gpu_memory_gb)
+                try:
+                    batch = layout(count, batch) if layout else batch
+                except ValueError as err:
+                    refused = err
+                    continue
+                peaks = gpu_peak_gb(config, settings, batch, count, offloaded, gpu_memory_gb)
                 peak = max(peaks["train_gb"], peaks["generation_gb"])
-                best = min(best or (peak, count, batch, offload, peaks), (peak, count, batch, offload, peaks),
+                best = min(best or (peak, count, batch, offloaded, peaks), (peak, count, batch, offloaded, peaks),
                            key=lambda t: t[0])
                 if peak <= gpu_memory_gb:
-                    return _decision(config, settings, count, batch, offload, peaks)
-    peak, count, batch, offload, peaks = best
+                    return _decision(config, settings, count, batch, offloaded, peaks)
+    if best is None:
+        raise refused
+    peak, count, batch, offloaded, peaks = best
     raise ValueError(
         f"{job}: predicted GPU peak {peak:.1f} GB per GPU (training {peaks['train_gb']:.1f}, generation "
-        f"{peaks['generation_gb']:.1f}; {count} GPU(s), micro-batch {batch}, offload {offload}) exceeds the "
+        f"{peaks['generation_gb']:.1f}; {count} GPU(s), micro-batch {batch}, offload {offloaded}) exceeds the "
         f"GPU's {gpu_memory_gb:g} GB (resources.gpu_memory_gb). Change {keys}, the method's "
         "micro_batch_size / generation_batch_size, or resources.gpu_memory_gb")
 
@@ -267,7 +280,8 @@ def model_source(plan, model: str) -> str:
 def job_settings(plan, job) -> JobSettings:
     """An adaptation job's shape from its resolved preset and its sample count: the protocol's, or for
     a per-sample method (VR-TTRL) the evaluated samples (`evaluation.<task>.samples`), each adapted on."""
-    n_samples = adaptation_samples(job.protocol) or 0  # "all": unknown before the data is prepared (no rounds)
+    # "all": the prepared split's size, unknown before the data is prepared (then no rounds)
+    n_samples = adaptation_samples(job.protocol) or split_size(plan, job.dataset) or 0
     evaluated = plan.config["evaluation"][plan.section[job.dataset]].get("samples")
     if job.rule == "adapt_per_sample" and isinstance(evaluated, int):
         n_samples = evaluated
@@ -280,14 +294,29 @@ def job_settings(plan, job) -> JobSettings:
                                    vllm_share=share)
 
 
+def job_layout(plan, job):
+    """`decide`'s layout for one job: (GPUs, micro-batch) -> the micro-batch its GRPO batch layout runs
+    (adaptation/layout.py, as the job and the dry-run check will), raising for a layout it refuses;
+    None for the objective baselines (Appendix C), which have no GRPO batch."""
+    hp = plan.method_specs[job.method]["hyperparameters"]
+    if "num_generations" not in hp:
+        return None
+    n_samples = layout_samples(plan, job) or 10**6  # "all" before preparation: many
+
+    def layout(gpus: int, micro_batch: int) -> int:
+        return quiet_layout({**hp, "micro_batch_size": micro_batch}, gpus, n_samples)["per_device_train_batch_size"]
+    return layout
+
+
 def job_decision(plan, job, gpu_memory_gb: float | None = None) -> Decision:
     """`decide` for one adaptation job of a Plan (plan/grid.py), the config's overrides applied."""
     model = plan.config["models"][job.model]
     gpu_memory_gb = gpu_memory_gb or plan.config.get("resources", {}).get("gpu_memory_gb", 80)
     name = f"{job.rule} {job.model}/{job.method}/{job.dataset}/{job.protocol}/seed{job.seed}"
     return decide(memory.model_config(model_source(plan, job.model)), job_settings(plan, job), gpu_memory_gb,
-                  gpus=model.get("gpus"), job=name,
-                  keys=f"models.{job.model}.gpus or adaptation.hyperparameters (micro_batch_size)")
+                  gpus=model.get("gpus"), micro_batch=model.get("micro_batch_size"), offload=model.get("offload"),
+                  layout=job_layout(plan, job), job=name,
+                  keys=f"models.{job.model}.gpus / .offload / .micro_batch_size")
 
 
 def plan_table(plan, gpu_memory_gb: float | None = None) -> tuple[list[dict], dict]:

@@ -159,6 +159,23 @@ class Plan:
         """The resolved preset plus the colocated vLLM engine's settings (config `adaptation.vllm`)."""
         return {**self.method_specs[method], "vllm": self.config["adaptation"]["vllm"]}
 
+    def base_model_input(self, model: str) -> str | list:
+        """A model built or converted by this workflow is an input file (its source); a Hub id is not."""
+        entry = self.models[model]
+        return entry["source"] if "build" in entry or "convert_from" in entry else []
+
+    def eval_model(self, job: Job) -> tuple[str, dict]:
+        """An evaluation's model source and input files: the base model for zero-shot, else the adapted
+        weights and the adaptation's run.json."""
+        if job.method == "zero-shot":
+            return self.models[job.model]["source"], {"model": self.base_model_input(job.model)}
+        adapted = f"{self.results}/adapt/{job.model}/{job.method}/{job.dataset}/{job.protocol}/seed{job.seed}"
+        return f"{adapted}/model", {"model": f"{adapted}/model", "run": f"{adapted}/run.json"}
+
+    def paper_model_names(self) -> dict[str, str]:
+        """Our model names -> the papers' (`models.<name>.paper_name`)."""
+        return {name: m.get("paper_name", name) for name, m in self.models.items()}
+
     def eval_flags(self, dataset: str) -> str:
         """`ttrl-bench evaluate` / `adapt-per-sample` options of the dataset's task (config `evaluation.<task>`)."""
         section = self.section[dataset]

@@ -38,6 +38,7 @@ import json
 import os
 import time
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 GB = 1e9
@@ -85,7 +86,13 @@ MODEL_CONFIGS = Path(__file__).parent / "data" / "model_configs.json"
 def model_config(source: str):
     """The transformers config of `source` (a local model directory or a Hub id): its own
     config.json from the directory or the Hugging Face cache, else offline from the shipped table of
-    the papers' models (data/model_configs.json). Raises naming the source if neither has it."""
+    the papers' models (data/model_configs.json). Raises naming the source if neither has it.
+    A copy each call: callers may edit it."""
+    return copy.deepcopy(_read_config(source))
+
+
+@lru_cache(maxsize=None)  # the plan asks per job
+def _read_config(source: str):
     from transformers import AutoConfig
 
     with contextlib.suppress(OSError, ValueError):
@@ -98,6 +105,17 @@ def model_config(source: str):
                          f"cache, not in {MODEL_CONFIGS.name} (known: {known})")
     entry = dict(entry)
     return AutoConfig.for_model(entry.pop("model_type"), **entry)
+
+
+@lru_cache(maxsize=None)
+def parameter_count(source: str) -> int:
+    """Parameters of the model of `source` (its config, model_config), counted on the meta device."""
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    with torch.device("meta"):
+        model = AutoModelForImageTextToText.from_config(model_config(source))
+    return sum(p.numel() for p in model.parameters())
 
 
 def config_dict(config) -> dict:

@@ -1,15 +1,25 @@
-"""What each job asks its executor for: GPUs, host memory, minutes and threads, through one
-function (`job_request`). Today's sizes are a rule of thumb from `models.<name>.params_b`
-(runs/launch.py: 18 bytes per parameter against 60 GB usable of an 80 GB GPU)."""
+"""What each job asks its executor for (GPUs, host memory, minutes, threads) and how it starts,
+through one function (`job_request`): an adaptation job's GPUs, offload, micro-batch, host memory and
+time are the cost model's decision (cost.py: traced memory, calibrated), the config's
+`models.<name>.gpus` / `offload` / `micro_batch_size` overriding."""
 
 from __future__ import annotations
 
+import math
+import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 
-from ..runs.launch import default_gpus, needs_offload
+from ..runs.launch import launcher
+from . import memory
+from .cost import job_decision, model_source
 from .grid import Job, Plan
 
 GPU_RULES = ("adapt", "adapt_per_sample", "evaluate")
+ADAPT_RULES = ("adapt", "adapt_per_sample")
+# a model this workflow builds (models.<name>.build: the demo's tiny models) has no config before it
+# is built, and needs little: one GPU (or models.<name>.gpus), 8 GB, 40 minutes, without tracing
+BUILT_MEM_MB, BUILT_RUNTIME = 8000, 40
 
 
 @dataclass(frozen=True)
@@ -19,41 +29,46 @@ class Request:
     runtime: int  # minutes
     threads: int = 1
     offload: bool = False  # FSDP2 parameters and optimizer state on the host
+    micro_batch: int | None = None  # sequences per training forward, as decided (None: the method's own)
 
 
-def _params_b(plan: Plan, model: str) -> float:
-    """Model size in billions of parameters (config `models.<name>.params_b`; the demo ~0)."""
-    return plan.models[model].get("params_b", 0.0)
-
-
-def adapt_gpus(plan: Plan, model: str) -> int:
-    """GPUs of an adaptation job: `models.<name>.gpus`, else enough for the training state of a model
-    of `params_b` (runs/launch.py: 1 for 2B, 2 for 4B, 4 for 7-8B)."""
-    return plan.models[model].get("gpus") or default_gpus(_params_b(plan, model))
-
-
+@lru_cache(maxsize=None)  # the rules ask per resource and parameter; a decision reads traces
 def job_request(plan: Plan, job: Job) -> Request:
     """The resources of one job of the GPU rules or of convert_model."""
-    params_b = _params_b(plan, job.model)
-    if job.rule in ("adapt", "adapt_per_sample"):
-        gpus = adapt_gpus(plan, job.model)
-        offload = needs_offload(params_b, gpus)
-        # every process loads the weights on the host in fp32 (4 bytes per parameter), an offloaded
-        # job keeps its training state there (18), plus 8 GB of head room
-        mem_mb = int(8000 + 1000 * params_b * (4 * gpus + (18 if offload else 0)))
-        if job.rule == "adapt_per_sample":  # VR-TTRL: ~21 s per update of a 7B model, 5 per sample, 200 samples
-            runtime = int(30 + 200 * 5 * 21 / 60 * max(1.0, params_b / 7))
-        else:  # TTRV Table 10: 3.77 min for a 20-sample adaptation of a 2B-8B model
-            runtime = int(30 + 10 * max(1.0, params_b))
-        return Request(gpus, mem_mb, runtime, offload=offload)
+    model = plan.models[job.model]
+    if "build" in model:
+        return Request(model.get("gpus", 1) if job.rule in ADAPT_RULES else 1, BUILT_MEM_MB, BUILT_RUNTIME)
+    if job.rule in ADAPT_RULES:
+        d = job_decision(plan, job)
+        return Request(d.gpus, d.mem_mb, d.runtime_min, offload=d.offload, micro_batch=d.micro_batch)
     # evaluation, and conversion: the bf16 weights are loaded on the host first (2 bytes per
     # parameter, doubled for safety), plus 8 GB of head room
-    mem_mb = int(8000 + 4 * 1000 * params_b)
+    billions = memory.parameter_count(model_source(plan, job.model)) / 1e9
+    mem_mb = math.ceil(8000 + 4 * 1000 * billions)
     if job.rule == "evaluate":
-        return Request(1, mem_mb, int(30 + 5 * max(1.0, params_b)))
+        # a simple formula, not traced: greedy decoding of a whole test set, about 5 min per billion
+        return Request(1, mem_mb, math.ceil(30 + 5 * max(1.0, billions)))
     if job.rule == "convert_model":
         return Request(0, mem_mb, 60)
     raise ValueError(f"no resource request for rule {job.rule!r}")
+
+
+def job_method_settings(plan: Plan, job: Job) -> dict:
+    """An adaptation job's --method-json: the resolved preset with the decided micro-batch (the one
+    the GPU peak was predicted for)."""
+    settings = plan.method_settings(job.method)
+    micro_batch = job_request(plan, job).micro_batch
+    if micro_batch is None:
+        return settings
+    return {**settings, "hyperparameters": {**settings["hyperparameters"], "micro_batch_size": micro_batch}}
+
+
+def launch_command(plan: Plan, job: Job) -> str:
+    """The command prefix of an adaptation job (runs/launch.py) with its decided GPUs and offload; the
+    rendezvous port derived from the job so that jobs sharing a node do not collide."""
+    request = job_request(plan, job)
+    port = 29500 + zlib.crc32(repr(job).encode()) % 2000
+    return launcher(request.gpus, request.offload, port)
 
 
 def largest_gpu_request(plan: Plan) -> int:
