@@ -8,12 +8,13 @@ minutes and GPU-hours, decided from traced memory (memory.py) rather than a rule
   keeps fewer fp32 outputs than CUDA's (layer_norm, softmax, pow stay bf16). What it holds beyond a
   GPU is in the backward: at its peak (the vision tower's layer 0) the 28 language layers' and 24
   vision layers' checkpointed inputs and as many gradient temporaries are still alive in the trace,
-  where a GPU run has freed each layer's saved input once that layer's backward ran. Generation prefill (a forward under no_grad, no backward): factor 1
-  (`PREFILL_FACTOR`); see there for the measured point it rests on.
+  where a GPU run has freed each layer's saved input once that layer's backward ran. Generation
+  prefill (a forward under no_grad, no backward): factor 1 (`PREFILL_FACTOR`); see there for the
+  measured point it rests on.
   Each peak is traced at the job's own micro-batch and generation share (cached).
 - Several GPUs: FSDP2 full sharding divides weights, gradients and AdamW state by the GPU count;
   activations stay per process. (The traced alternative, torch's FSDPMemTracker on a fake process
-  group, is not wired yet: see the report of helper h24mem.)
+  group, is not wired yet: each GPU count is predicted by dividing the state.)
 - Host memory counts every copy (issue 23 finding 5): the checkpoint loaded by every process, the
   pinned fp32 WeightSnapshot of the trainable weights (adaptation/weights.py, one per process), the
   offloaded fp32 weights + gradients + AdamW state, the bf16 reference model loaded by every
