@@ -219,13 +219,6 @@ def skip_reason(predicted_gb: float, device_gb: float | None) -> str | None:
     return None
 
 
-def adaptation_jobs(methods, mcq: dict, grounding: dict, answer_tokens: list[int]) -> list[dict]:
-    """One job per method and answer length (max_completion_length): random weights never stop
-    generating, so each length is the memory and time of answers that long."""
-    return [{"method": m, "hp": {**(grounding if m == "vr-ttrl" else mcq), "max_completion_length": tokens}}
-            for m in methods for tokens in answer_tokens]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tiny", action="store_true", help="tiny models, few steps: the code paths on a CPU")
@@ -265,11 +258,13 @@ def main() -> int:
         for name in models:
             family = sizes[name][0]
             model_dir = build_model(name, corpus, tmp / name, real=not args.tiny)
+            # one job per method and answer length: random weights never stop generating, so each length
+            # is the memory and time of answers that long
             jobs = []
             for method in args.methods or DEFAULT_METHODS[family]:
-                lengths = args.answer_tokens or ([(grounding if method == "vr-ttrl" else mcq)["max_completion_length"]]
-                                                 + ([] if args.tiny else [1024]))
-                jobs += adaptation_jobs([method], mcq, grounding, lengths)
+                hp = grounding if method == "vr-ttrl" else mcq
+                lengths = args.answer_tokens or [hp["max_completion_length"]] + ([] if args.tiny else [1024])
+                jobs += [{"method": method, "hp": {**hp, "max_completion_length": n}} for n in lengths]
             jobs.append({"method": "greedy-eval", "n": n_eval, "batch": 8 if args.tiny else 32})
             for job in jobs:
                 tokens = job.get("hp", {}).get("max_completion_length")

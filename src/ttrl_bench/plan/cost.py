@@ -151,8 +151,9 @@ def gpu_peak_gb(config, settings: JobSettings, micro_batch: int, gpus: int, offl
     """Calibrated per-GPU peaks of a training step (traced at this micro-batch) and of a generation
     prefill (traced at this process's share of the generation batch), and their parts."""
     calib = calibration()
-    factor = calib.factor
-    train_trace = memory.cached_trace(config, settings.shape(micro_batch))
+    train_shape = settings.shape(micro_batch)
+    factor = calib.of(train_shape)
+    train_trace = memory.cached_trace(config, train_shape)
     bytes_per = 4 if settings.fp32_master else 2
     # weights + gradients + AdamW's two moments of the trainable part: what FSDP2 shards
     state = (train_trace.parameters * bytes_per + train_trace.trainable * 3 * bytes_per) / memory.GB
@@ -165,7 +166,8 @@ def gpu_peak_gb(config, settings: JobSettings, micro_batch: int, gpus: int, offl
         generation = 0.0
     else:
         share = math.ceil((settings.generation_batch or settings.rollouts) / gpus)  # each process its share
-        generation = calib.prefill * memory.cached_trace(config, settings.shape(share, "prefill")).peak_gb
+        prefill = settings.shape(share, "prefill")
+        generation = calib.of(prefill) * memory.cached_trace(config, prefill).peak_gb
     return {"train_gb": train, "generation_gb": generation, "state_gb": state, "activations_gb": activations,
             "reference_gb": reference, "vllm_gb": engine, "factor": factor,
             "prefill_factor": calib.prefill}
@@ -265,7 +267,7 @@ def predict_for_benchmark(model_source: str, sequences: int, new_tokens: int, im
     beside the measured peak, so each GPU run is a new calibration point)."""
     shape = StepShape(sequences, prompt_tokens, image_tokens, new_tokens, fp32_master=fp32_master,
                       trainable_vision=trainable_vision, gradient_checkpointing=gradient_checkpointing)
-    return calibration().factor * memory.cached_trace(memory.model_config(model_source), shape).peak_gb
+    return calibration().of(shape) * memory.cached_trace(memory.model_config(model_source), shape).peak_gb
 
 
 __all__ = ["JobSettings", "Decision", "decide", "calibration", "host_gb", "predict_for_benchmark", "replace"]
