@@ -133,6 +133,7 @@ def cmd_adapt(args) -> None:
     from .adaptation.grpo import adapt
     from .datasets.registry import get_dataset
     from .evaluation.tasks import task_for
+    from .generation.precision import adaptation_precision
     from .models.loading import checkpoint_dtype, load_model
     from .runs.processes import process_state
     from .runs.provenance import provenance
@@ -168,6 +169,7 @@ def cmd_adapt(args) -> None:
         "weights_changed": train_log.attrs["weights_changed"],
         "weights_changed_saved": train_log.attrs["weights_changed_saved"],
         "saved_dtype": str(stored).removeprefix("torch."),
+        "precision": adaptation_precision(model),
         **provenance({"method": method, "model_source": args.model_source, "n_adapt": args.n_adapt,
                       "sampling": args.sampling, "seed": args.seed}),
     }
@@ -226,7 +228,7 @@ def _eval_sampling(args) -> dict | None:
 def cmd_evaluate(args) -> None:
     from .evaluation.evaluate import timed_evaluation
     from .generation.backend import choose_backend
-    from .models.loading import load_model, resolve_model_source
+    from .models.loading import checkpoint_dtype, load_model, resolve_model_source
 
     backend = choose_backend(args.backend, "evaluation.backend")  # before any work
     if args.adapt_run and not Path(args.model_source).exists():
@@ -244,8 +246,12 @@ def cmd_evaluate(args) -> None:
 
         model = resolve_model_source(args.model_source)  # vLLM loads the weights itself
         processor = AutoProcessor.from_pretrained(model)
+        dtype = checkpoint_dtype(args.model_source)  # vLLM's dtype "auto" reads config.json as HF does
     else:
         model, processor = load_model(args.model_source)
+        dtype = model.dtype
+    # the precision the row was computed in: an adapted row and its zero-shot row must agree (issue 23 finding 1)
+    extra["model_dtype"] = str(dtype).removeprefix("torch.")
     timed_evaluation(model, processor, samples, data_dir, task, Path(args.out), extra, args.max_new_tokens,
                      args.batch_size, json.loads(args.vllm_settings), sampling)
 
@@ -255,6 +261,7 @@ def cmd_adapt_per_sample(args) -> None:
     from .runs.processes import process_state
     from .adaptation.per_sample import adapt_each_sample
     from .evaluation.evaluate import predictions_frame, write_evaluation
+    from .generation.precision import adaptation_precision
     from .models.loading import load_model
     from .runs.provenance import provenance
 
@@ -270,7 +277,7 @@ def cmd_adapt_per_sample(args) -> None:
     adapt_out.mkdir(parents=True, exist_ok=True)
     train_log.to_parquet(adapt_out / "train_log.parquet", index=False)
     meta = {**_run_identity(args, args.dataset, args.dataset), "adapt_seconds": sum(seconds),
-            "seconds_per_sample": sum(seconds) / len(seconds),
+            "seconds_per_sample": sum(seconds) / len(seconds), "precision": adaptation_precision(model),
             **provenance({"method": method, "model_source": args.model_source, "seed": args.seed})}
     (adapt_out / "run.json").write_text(json.dumps(meta, indent=2, default=str))
     extra = {**_eval_provenance(args, args.dataset, meta), "seconds_per_sample": meta["seconds_per_sample"]}

@@ -34,3 +34,10 @@ def generation_precision(model):
     if not bf16_autocast() or next(model.parameters()).dtype != torch.float32:
         return contextlib.nullcontext()
     return torch.autocast(model.device.type, dtype=torch.bfloat16)
+
+
+def adaptation_precision(model) -> dict:
+    """{"master": dtype of the trained weights, "compute": dtype of the forwards} for run.json, so a run
+    says whether it trained as the papers' GPUs do (fp32 master weights, bf16 autocast)."""
+    master = str(next(model.parameters()).dtype).removeprefix("torch.")
+    return {"master": master, "compute": "bfloat16" if bf16_autocast() and master == "float32" else master}

@@ -136,6 +136,10 @@ class Family:
     model_class: type
     config: Callable  # (ids: token -> id, vocab_size, hidden, text_layers, tile_px, sizes) -> config
     processor: Callable  # (tokenizer, chat_template, tile_px, real_size) -> processor
+    # Where the published checkpoints' tokenizers hold these tokens, and their length (ids past it in
+    # the embedding are padding rows): the real-width rehearsal's tokenizer puts them there.
+    published_ids: dict[str, int]
+    published_length: int
 
 
 def chat_template(image_part: str) -> str:
@@ -259,8 +263,15 @@ def _internvl_processor(tokenizer, template, tile_px, real_size=False):
 
 
 CHATML = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+# Qwen2's tokenizer (every family here builds on it): 151,643 BPE tokens, then ChatML and the vision tokens;
+# Qwen2.5-VL's tokenizer ends at <|file_sep|> 151664, its configs name image 151655, video 151656 and
+# vision start 151652 (plan/data/model_configs.json).
+QWEN2_IDS = {"<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_end|>": 151645}
 QWEN_VL_TOKENS = dict(special_tokens=CHATML + ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"),
-                      named_tokens={}, image_part="<|vision_start|><|image_pad|><|vision_end|>")
+                      named_tokens={}, image_part="<|vision_start|><|image_pad|><|vision_end|>",
+                      published_ids={**QWEN2_IDS, "<|vision_start|>": 151652, "<|vision_end|>": 151653,
+                                     "<|image_pad|>": 151655, "<|video_pad|>": 151656},
+                      published_length=151665)
 
 FAMILIES: dict[str, Family] = {
     # Qwen2.5-VL: <|vision_start|><|image_pad|><|vision_end|> per image; the processor expands the pad.
@@ -284,6 +295,12 @@ FAMILIES: dict[str, Family] = {
         named_tokens={"start_image_token": "<img>", "end_image_token": "</img>",
                       "context_image_token": "<IMG_CONTEXT>", "video_token": "<video>"},
         image_part="<IMG_CONTEXT>\n",
+        # InternVL3-hf: Qwen2.5-VL's 151,665 tokens, then <img> </img> <IMG_CONTEXT> (the config's
+        # image_token_id 151667) <quad> </quad> <ref> </ref> <box> </box>: 151,674 (transformers'
+        # convert_internvl_weights_to_hf.py write_tokenizer). Where it keeps "<video>" is not established
+        # here: ours takes <quad>'s 151668, which no image prompt contains.
+        published_ids={**QWEN2_IDS, "<img>": 151665, "</img>": 151666, "<IMG_CONTEXT>": 151667, "<video>": 151668},
+        published_length=151674,
         model_class=InternVLForConditionalGeneration,
         config=_internvl_config,
         processor=_internvl_processor,

@@ -256,6 +256,9 @@ def with_layers(config, text_layers: int, vision_layers: int):
     text_field, vision_field = _layers(config)
     setattr(config.text_config, text_field, text_layers)
     setattr(config.vision_config, vision_field, vision_layers)
+    layer_types = getattr(config.text_config, "layer_types", None)
+    if layer_types:  # one per layer: a config saved with 28 no longer loads (transformers validates it)
+        config.text_config.layer_types = list(layer_types[:text_layers])
     return config
 
 
