@@ -30,9 +30,10 @@ Random weights measure speed, memory and code paths, never accuracy. They never 
 on their own, so every answer is as long as its cap: each adaptation runs at a realistic answer
 length, 16 new tokens for MCQ (the TTRV authors' logs average 5.4) and 128 for VR-TTRL's
 <think>/<answer> JSON, and at the papers' 1,024-token budget (`--answer-tokens` to choose); 6 for
-greedy MCQ evaluation. The
-tokenizer is a small BPE one; the embedding matrix has the real vocabulary's rows, and ids past
-the tokenizer are never sampled (as for real checkpoints whose matrices are padded).
+greedy MCQ evaluation. The models are the published configs at full depth (models/real_width.py):
+a small BPE tokenizer laid out as the published one, its special tokens at the checkpoints' ids and
+its length theirs, so the placeholders and the embedding rows past the tokenizer (never sampled) are
+the real ones.
 """
 
 from __future__ import annotations
@@ -55,28 +56,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # TTRL_BENCH_BENCHMARK_OUT: another results folder (the tests write to a temporary one)
 OUT = Path(os.environ.get("TTRL_BENCH_BENCHMARK_OUT", ROOT / "benchmarks" / "results"))
 
-# Published config.json dimensions (gpu-probe.md "Model dimensions used").
-INTERNVIT_300M = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096,
-                  "image_size": 448, "patch_size": 14}
-REAL_SIZES = {
-    "internvl3-2b": ("internvl", 151674, {  # text: Qwen2.5-1.5B
-        "vision": INTERNVIT_300M,
-        "text": {"hidden_size": 1536, "num_hidden_layers": 28, "num_attention_heads": 12, "num_key_value_heads": 2,
-                 "intermediate_size": 8960, "max_position_embeddings": 32768},
-        "tie_word_embeddings": True}),
-    "internvl3-8b": ("internvl", 151674, {  # text: Qwen2.5-7B
-        "vision": INTERNVIT_300M,
-        "text": {"hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
-                 "intermediate_size": 18944, "max_position_embeddings": 32768},
-        "tie_word_embeddings": False}),
-    "qwen2.5-vl-7b": ("qwen2_5_vl", 152064, {
-        "vision": {"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16, "out_hidden_size": 3584,
-                   "window_size": 112, "fullatt_block_indexes": [7, 15, 23, 31]},
-        "text": {"hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
-                 "intermediate_size": 18944, "max_position_embeddings": 32768,
-                 "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]}},
-        "tie_word_embeddings": False}),
-}
+# The published checkpoints whose shapes (config.json: plan/data/model_configs.json) the real-size models
+# take, at full depth, with a tokenizer in the published layout (models/real_width.py).
+PLAN_SOURCES = {"internvl3-2b": "OpenGVLab/InternVL3-2B-hf", "internvl3-8b": "OpenGVLab/InternVL3-8B-hf",
+                "qwen2.5-vl-7b": "Qwen/Qwen2.5-VL-7B-Instruct"}
 TINY = {"tiny-internvl": ("internvl", None, None), "tiny-qwen2.5-vl": ("qwen2_5_vl", None, None)}
 METHODS = ("ttrv", "dare", "vr-ttrl")
 # Which methods a model's paper runs: TTRV on InternVL, VR-TTRL on Qwen2.5-VL; DARE on both.
@@ -84,15 +67,22 @@ DEFAULT_METHODS = {"internvl": ("ttrv", "dare"), "qwen2_5_vl": ("dare", "vr-ttrl
 
 
 def build_model(name: str, corpus: list[str], out: Path, real: bool) -> Path:
+    from ttrl_bench.models.real_width import build_real_width
     from ttrl_bench.models.tiny import build_tiny, train_tokenizer
 
-    family, vocab, sizes = (REAL_SIZES if real else TINY)[name]
-    tokenizer = train_tokenizer(corpus, family)
-    tile = 448 if real else 56
-    model, processor = build_tiny(tokenizer, family, sizes=sizes, vocab_size=vocab, tile_px=tile)
-    model.to(torch.bfloat16).save_pretrained(out)  # stored as the real checkpoints are
+    if real:  # published widths, depths, vocabulary and placeholder ids; stored in bf16 as the checkpoints are
+        return build_real_width(PLAN_SOURCES[name], out, corpus, text_layers=None, vision_layers=None)
+    family = TINY[name][0]
+    model, processor = build_tiny(train_tokenizer(corpus, family), family)
+    model.to(torch.bfloat16).save_pretrained(out)
     processor.save_pretrained(out)
     return out
+
+
+def model_family(name: str) -> str:
+    from ttrl_bench.plan.memory import model_config
+
+    return model_config(PLAN_SOURCES[name]).model_type if name in PLAN_SOURCES else TINY[name][0]
 
 
 def prepare_data(tmp: Path, px: int | None, keep: int) -> tuple[Path, Path]:
@@ -190,9 +180,6 @@ def mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
-# The checkpoints whose published config.json the plan ships (plan/data/model_configs.json).
-PLAN_SOURCES = {"internvl3-2b": "OpenGVLab/InternVL3-2B-hf", "internvl3-8b": "OpenGVLab/InternVL3-8B-hf",
-                "qwen2.5-vl-7b": "Qwen/Qwen2.5-VL-7B-Instruct"}
 IMAGE_TOKENS = {"internvl": 5 * 256, "qwen2_5_vl": (840 // 28) ** 2}  # 896 px: 4 tiles + thumbnail; 840 px scenes
 
 
@@ -233,8 +220,7 @@ def main() -> int:
     if args.job:
         run_job(json.loads(args.job))
         return 0
-    sizes = TINY if args.tiny else REAL_SIZES
-    models = args.models or list(sizes)
+    models = args.models or list(TINY if args.tiny else PLAN_SOURCES)
     device = re.sub(r"[^a-z0-9]+", "-", torch.cuda.get_device_name().lower()) if torch.cuda.is_available() else "cpu"
     # one process's GPU; under `accelerate launch` with FSDP the plan's one-GPU prediction is not the job's
     sharded = int(os.environ.get("WORLD_SIZE", "1")) > 1 or os.environ.get("FSDP_OFFLOAD_PARAMS") == "true"
@@ -256,7 +242,7 @@ def main() -> int:
         digits, scenes = prepare_data(tmp, None if args.tiny else 896, keep=max(n_eval, 20))
         corpus = list(pd.read_parquet(digits / "manifest.parquet")["prompt"])
         for name in models:
-            family = sizes[name][0]
+            family = model_family(name)
             model_dir = build_model(name, corpus, tmp / name, real=not args.tiny)
             # one job per method and answer length: random weights never stop generating, so each length
             # is the memory and time of answers that long

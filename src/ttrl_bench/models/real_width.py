@@ -48,12 +48,15 @@ def published_layout_tokenizer(corpus: list[str], family: str) -> PreTrainedToke
     )
 
 
-def build_real_width(source: str, out: Path, corpus: list[str], text_layers: int = 1, vision_layers: int = 1,
+def build_real_width(source: str, out: Path, corpus: list[str], text_layers: int | None = 1, vision_layers: int = 1,
                      seed: int = 0) -> Path:
     """Save to `out` a random-weight model of `source`'s published shape with `text_layers` language and
-    `vision_layers` vision layers, its processor at the checkpoint's own image sizes, and a tokenizer
-    in the published layout. Returns `out`."""
-    config = with_layers(model_config(source), text_layers, vision_layers)
+    `vision_layers` vision layers (`text_layers` None: the published depths, as benchmarks/gpu.py builds
+    them for a GPU), its processor at the checkpoint's own image sizes, and a tokenizer in the published
+    layout. Returns `out`."""
+    config = model_config(source)
+    if text_layers is not None:
+        config = with_layers(config, text_layers, vision_layers)
     spec = get_family(config.model_type)
     tokenizer = published_layout_tokenizer(corpus, config.model_type)
     tile_px = getattr(config.vision_config, "image_size", None)  # InternVL's tiles; Qwen-VL's processors size by pixels
