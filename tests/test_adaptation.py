@@ -366,6 +366,69 @@ def test_the_kl_reference_loads_on_the_process_own_gpu(tmp_path):
                        ).model_init_kwargs is None
 
 
+REFERENCE_SHARDING_SCRIPT = """
+import json, sys, types
+import torch, torch.distributed as dist
+from accelerate.utils import FullyShardedDataParallelPlugin
+from torch.distributed.fsdp import FSDPModule
+from trl.models.utils import prepare_fsdp
+from ttrl_bench.adaptation.grpo import shard_reference_per_block
+from ttrl_bench.models.loading import load_model
+dist.init_process_group("gloo")
+accelerator = types.SimpleNamespace(state=types.SimpleNamespace(fsdp_plugin=FullyShardedDataParallelPlugin(fsdp_version=2)),
+                                    device=torch.device("cpu"), torch_device_mesh=None)
+ids = torch.tensor([[5, 9, 12, 7, 3]])
+result = {}
+for name, prepare in (("trl", prepare_fsdp), ("ours", shard_reference_per_block)):
+    model, _ = load_model(sys.argv[1], dtype="fp32")
+    with torch.no_grad():
+        whole = model(input_ids=ids).logits
+    blocks = [m for m in list(model.modules())[1:] if type(m).__name__ in model._no_split_modules]
+    prepare(model, accelerator)
+    with torch.no_grad():
+        sharded = model(input_ids=ids).logits
+    result[name] = {"blocks": len(blocks), "sharded_blocks": sum(isinstance(m, FSDPModule) for m in blocks),
+                    "root": isinstance(model, FSDPModule), "same_logits": torch.allclose(whole, sharded, atol=1e-6)}
+open(f"reference-{dist.get_rank()}.json", "w").write(json.dumps(result))
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.workflow
+def test_the_kl_reference_is_sharded_per_block_under_fsdp2(tiny_model_dir, tmp_path):
+    """Issue 23 finding 6: TRL's prepare_fsdp shards the reference as one unit (every forward gathers the
+    whole model); ours shards each transformer block first, as the policy is, then the root. FSDP2 itself
+    on 2 CPU processes over gloo (accelerate runs FSDP on GPUs only): the tiny Qwen2.5-VL's 2 language
+    and 2 vision blocks, the logits unchanged by sharding."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import free_ports
+
+    script = tmp_path / "shard.py"
+    script.write_text(REFERENCE_SHARDING_SCRIPT)
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+                           str(free_ports()[0]), str(script), str(tiny_model_dir)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for rank in (0, 1):
+        result = json.loads((tmp_path / f"reference-{rank}.json").read_text())
+        assert result["trl"] == {"blocks": 4, "sharded_blocks": 0, "root": True, "same_logits": True}
+        assert result["ours"] == {"blocks": 4, "sharded_blocks": 4, "root": True, "same_logits": True}
+
+
+def test_the_trainer_is_built_with_the_per_block_reference_sharding_and_trl_restored():
+    import trl.trainer.grpo_trainer as trl_grpo_trainer
+    from trl.models.utils import prepare_fsdp
+
+    from ttrl_bench.adaptation.grpo import reference_sharded_per_block, shard_reference_per_block
+
+    with reference_sharded_per_block():
+        assert trl_grpo_trainer.prepare_fsdp is shard_reference_per_block
+    assert trl_grpo_trainer.prepare_fsdp is prepare_fsdp
+
+
 def test_group_rewards_sit_on_a_2_to_the_minus_16_grid():
     """TTRV with alpha = 0.75 on A A A B: p(A) = 3/4, H = -(3/4 ln 3/4 + 1/4 ln 1/4) = 0.562335 nats,
     r = p - 0.75 H = 0.328249 (A), -0.171751 (B); rounded to multiples of 2^-16: 21512 / 65536 and

@@ -9,6 +9,7 @@ ones trained on (`num_generations`)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
@@ -22,8 +23,9 @@ from accelerate.utils import gather_object, set_seed
 from datasets import Dataset
 from torch.optim.lr_scheduler import LambdaLR
 from transformers import TrainerCallback, get_scheduler
+import trl.trainer.grpo_trainer as trl_grpo_trainer
 from trl import GRPOConfig, GRPOTrainer
-from trl.models.utils import disable_gradient_checkpointing
+from trl.models.utils import disable_gradient_checkpointing, prepare_fsdp as trl_prepare_fsdp
 
 from ..evaluation.tasks import TASKS
 from ..generation.backend import choose_backend
@@ -273,7 +275,8 @@ class TestTimeGRPOTrainer(GRPOTrainer):
         if lr_schedule_per not in ("step", "round"):
             raise ValueError(f"adaptation.hyperparameters.<task>.lr_schedule_per = {lr_schedule_per!r}; known: step, round")
         self.lr_schedule_per = lr_schedule_per  # read by create_scheduler, which super().__init__ may not call
-        super().__init__(*args, **kwargs)
+        with reference_sharded_per_block():
+            super().__init__(*args, **kwargs)
         self.n_votes = n_votes
         self.forbidden_token_ids = set(forbidden_token_ids)
         # None: TRL's GRPO update; {"rule": "echo", ...}: ECHO's token advantages and clip ranges (echo.py)
@@ -468,6 +471,40 @@ def reference_init_kwargs(on_gpu: bool, device) -> dict | None:
     FSDP) would spread every process's copy over all the node's GPUs before FSDP shards it (issue 23
     finding 6)."""
     return {"dtype": torch.bfloat16, "device_map": str(device)} if on_gpu else None
+
+
+def shard_reference_per_block(model, accelerator):
+    """TRL's `prepare_fsdp` for the KL reference, each transformer block sharded first (issue 23
+    finding 6). TRL shards the reference as one unit (trl models/utils.py:338, `fully_shard(model)`),
+    so every reference forward gathers the whole model on every GPU, where the policy is sharded per
+    block (accelerate's TRANSFORMER_BASED_WRAP over the model's `_no_split_modules`). With the same
+    blocks sharded here, TRL's call shards only the root's remaining parameters (embeddings, head):
+    FSDP2's nesting, one block gathered at a time."""
+    plugin = accelerator.state.fsdp_plugin
+    if plugin.fsdp_version == 2:
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+        mesh = getattr(accelerator, "torch_device_mesh", None)  # as TRL shards the root (models/utils.py:328-334)
+        kwargs = {"reshard_after_forward": plugin.reshard_after_forward, "offload_policy": plugin.cpu_offload,
+                  "mp_policy": plugin.mixed_precision_policy or MixedPrecisionPolicy(),
+                  "mesh": mesh[tuple(accelerator.parallelism_config.fsdp_dim_names)] if mesh is not None else None}
+        blocks = set(model._no_split_modules or ())
+        for module in list(model.modules())[1:]:
+            if type(module).__name__ in blocks:
+                fully_shard(module, **kwargs)
+    return trl_prepare_fsdp(model, accelerator)
+
+
+@contextlib.contextmanager
+def reference_sharded_per_block():
+    """GRPOTrainer's construction with `shard_reference_per_block` in place of TRL's `prepare_fsdp`: the
+    trainer calls the name its module imported (grpo_trainer.py:73, 1186, the reference only) and offers
+    no other hook."""
+    trl_grpo_trainer.prepare_fsdp = shard_reference_per_block
+    try:
+        yield
+    finally:
+        trl_grpo_trainer.prepare_fsdp = trl_prepare_fsdp
 
 
 def optimizer_arguments(hp: dict, seed: int) -> dict:
