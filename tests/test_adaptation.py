@@ -418,15 +418,24 @@ def test_the_kl_reference_is_sharded_per_block_under_fsdp2(tiny_model_dir, tmp_p
         assert result["ours"] == {"blocks": 4, "sharded_blocks": 4, "root": True, "same_logits": True}
 
 
-def test_the_trainer_is_built_with_the_per_block_reference_sharding_and_trl_restored():
+def test_the_trainer_is_built_with_per_block_reference_sharding_and_a_vote_sized_engine(monkeypatch):
+    """Finding 6's sharding and finding 7's engine size replace TRL's only while the trainer is built: TTRV's
+    32 votes per 16 trained rollouts double TRL's max_num_seqs (16 x 1 x 4 = 64 trained rollouts of a
+    4-step generation batch -> 128 requests decoded at once); TRL's own names come back afterwards."""
     import trl.trainer.grpo_trainer as trl_grpo_trainer
+    from trl.generation.vllm_generation import VLLMGeneration
     from trl.models.utils import prepare_fsdp
 
-    from ttrl_bench.adaptation.grpo import reference_sharded_per_block, shard_reference_per_block
+    from ttrl_bench.adaptation import grpo
 
-    with reference_sharded_per_block():
-        assert trl_grpo_trainer.prepare_fsdp is shard_reference_per_block
-    assert trl_grpo_trainer.prepare_fsdp is prepare_fsdp
+    built = []
+    monkeypatch.setattr(grpo, "trl_VLLMGeneration", lambda **kwargs: built.append(kwargs))
+    with grpo.trl_construction_overrides(32 // 16):
+        assert trl_grpo_trainer.prepare_fsdp is grpo.shard_reference_per_block
+        trl_grpo_trainer.VLLMGeneration(model=None, max_num_seqs=16 * 1 * 4, temperature=1.0)
+    assert built == [{"model": None, "max_num_seqs": 128, "temperature": 1.0}]
+    monkeypatch.undo()
+    assert trl_grpo_trainer.prepare_fsdp is prepare_fsdp and trl_grpo_trainer.VLLMGeneration is VLLMGeneration
 
 
 def test_group_rewards_sit_on_a_2_to_the_minus_16_grid():

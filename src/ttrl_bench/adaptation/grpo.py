@@ -25,6 +25,7 @@ from torch.optim.lr_scheduler import LambdaLR
 from transformers import TrainerCallback, get_scheduler
 import trl.trainer.grpo_trainer as trl_grpo_trainer
 from trl import GRPOConfig, GRPOTrainer
+from trl.generation.vllm_generation import VLLMGeneration as trl_VLLMGeneration
 from trl.models.utils import disable_gradient_checkpointing, prepare_fsdp as trl_prepare_fsdp
 
 from ..evaluation.tasks import TASKS
@@ -275,7 +276,7 @@ class TestTimeGRPOTrainer(GRPOTrainer):
         if lr_schedule_per not in ("step", "round"):
             raise ValueError(f"adaptation.hyperparameters.<task>.lr_schedule_per = {lr_schedule_per!r}; known: step, round")
         self.lr_schedule_per = lr_schedule_per  # read by create_scheduler, which super().__init__ may not call
-        with reference_sharded_per_block():
+        with trl_construction_overrides(n_votes // kwargs["args"].num_generations):  # check_votes: a multiple
             super().__init__(*args, **kwargs)
         self.n_votes = n_votes
         self.forbidden_token_ids = set(forbidden_token_ids)
@@ -496,15 +497,24 @@ def shard_reference_per_block(model, accelerator):
 
 
 @contextlib.contextmanager
-def reference_sharded_per_block():
-    """GRPOTrainer's construction with `shard_reference_per_block` in place of TRL's `prepare_fsdp`: the
-    trainer calls the name its module imported (grpo_trainer.py:73, 1186, the reference only) and offers
-    no other hook."""
-    trl_grpo_trainer.prepare_fsdp = shard_reference_per_block
+def trl_construction_overrides(votes_per_trained: int):
+    """GRPOTrainer's construction with two of TRL's choices replaced, where the trainer calls the names its
+    module imported (trl grpo_trainer.py:71-73) and offers no other hook:
+    - the KL reference sharded per block (`shard_reference_per_block`, issue 23 finding 6; line 1186);
+    - the colocated vLLM engine sized for the vote expansion (finding 7): TRL sets `max_num_seqs` to
+      the trained rollouts of a generation batch (per-device batch x TP x steps_per_generation, line
+      1124), and `_generate_votes` submits n_votes / num_generations requests per trained rollout
+      (TTRV 32 / 16, ECHO 64 / 32): without this, vLLM decodes a round in that many waves."""
+
+    def vote_sized_engine(*args, max_num_seqs=None, **kwargs):
+        return trl_VLLMGeneration(*args, max_num_seqs=max_num_seqs and max_num_seqs * votes_per_trained, **kwargs)
+
+    saved = trl_grpo_trainer.prepare_fsdp, trl_grpo_trainer.VLLMGeneration
+    trl_grpo_trainer.prepare_fsdp, trl_grpo_trainer.VLLMGeneration = shard_reference_per_block, vote_sized_engine
     try:
         yield
     finally:
-        trl_grpo_trainer.prepare_fsdp = trl_prepare_fsdp
+        trl_grpo_trainer.prepare_fsdp, trl_grpo_trainer.VLLMGeneration = saved
 
 
 def optimizer_arguments(hp: dict, seed: int) -> dict:
