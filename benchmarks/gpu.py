@@ -88,19 +88,10 @@ def model_family(name: str) -> str:
 def prepare_data(tmp: Path, px: int | None, keep: int) -> tuple[Path, Path]:
     """The demo sets cut to their first `keep` test samples, images upscaled to `px` (gpu-probe.md:
     digits at 896 px, scenes at 840 px; None keeps the demo's sizes)."""
-    from ttrl_bench.datasets.prepare import prepare_dataset
+    from ttrl_bench.datasets.prepare import prepare_test_subset
 
-    roots = []
-    for name, size in (("demo-digits", px), ("demo-digit-scenes", px and 840)):
-        root = tmp / name
-        prepare_dataset(name, root, seed=0)
-        manifest = pd.read_parquet(root / "manifest.parquet")
-        manifest = manifest[manifest["split"] == "test"].head(keep)
-        manifest.to_parquet(root / "manifest.parquet", index=False)
-        for path in manifest["image"] if size else []:
-            Image.open(root / path).convert("RGB").resize((size, size)).save(root / path)
-        roots.append(root)
-    return roots[0], roots[1]
+    return (prepare_test_subset("demo-digits", tmp / "demo-digits", keep, px),
+            prepare_test_subset("demo-digit-scenes", tmp / "demo-digit-scenes", keep, px and 840))
 
 
 def peak_gb() -> float:

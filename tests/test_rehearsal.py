@@ -30,7 +30,7 @@ import pytest
 from PIL import Image
 
 from conftest import REPO, free_ports
-from ttrl_bench.datasets.prepare import load_manifest, prepare_dataset
+from ttrl_bench.datasets.prepare import load_manifest, prepare_test_subset
 from ttrl_bench.models.real_width import build_real_width, published_layout_tokenizer
 from ttrl_bench.runs.launch import launcher
 
@@ -46,17 +46,6 @@ CUT = {"n_votes": 4, "num_generations": 2, "generation_batch_size": 2, "micro_ba
 def _corpus(data: Path) -> list[str]:
     rows = load_manifest(data, "test").to_dict("records")
     return [r["prompt"] for r in rows] + [" ".join(map(str, r["options"])) for r in rows if r.get("options") is not None]
-
-
-def _test_split(name: str, out: Path, keep: int, px: int | None = None) -> Path:
-    """The demo set `name` prepared, cut to its first `keep` test samples, images resized to `px`."""
-    prepare_dataset(name, out, seed=0)
-    manifest = pd.read_parquet(out / "manifest.parquet")
-    manifest = manifest[manifest["split"] == "test"].head(keep)
-    manifest.to_parquet(out / "manifest.parquet", index=False)
-    for path in manifest["image"] if px else []:
-        Image.open(out / path).convert("RGB").resize((px, px)).save(out / path)
-    return out
 
 
 def _run(command: list[str], cwd: Path, **env) -> None:
@@ -114,7 +103,7 @@ def test_published_layout_tokenizer_and_image_token_counts():
 def test_internvl3_2b_width_ttrv_round_on_two_processes_then_greedy_evaluation(tmp_path):
     """A TTRV round of InternVL3-2B's width under the rules' 2-process launch, the group of 4 votes
     split 1 trained + 1 extra vote per process, then the saved checkpoint evaluated greedily."""
-    data = _test_split("demo-digits", tmp_path / "demo-digits", keep=2, px=448)
+    data = prepare_test_subset("demo-digits", tmp_path / "demo-digits", keep=2, px=448)
     model = build_real_width(INTERNVL3_2B, tmp_path / "model", _corpus(data))
     adapted = tmp_path / "adapt"
     common = ["--model-name", "internvl3-2b", "--dataset", "demo-digits", "--data", str(data)]
@@ -143,7 +132,7 @@ def test_qwen2_5_vl_widths_per_sample_vr_ttrl_and_7b_greedy_evaluation(tmp_path)
     and placeholder ids. At the 3B width, per-sample VR-TTRL on two scenes (one trainer for both, each
     from the base weights); at the 7B width (1.35 B parameters here: its fp32 weights, gradients and
     AdamW state, 22 GB, do not fit this machine) greedy evaluation in the checkpoint's bf16."""
-    scenes = _test_split("demo-digit-scenes", tmp_path / "demo-digit-scenes", keep=2)
+    scenes = prepare_test_subset("demo-digit-scenes", tmp_path / "demo-digit-scenes", keep=2)
     corpus = _corpus(scenes)
     model = build_real_width(QWEN2_5_VL_3B, tmp_path / "qwen3b", corpus)
     cli = [sys.executable, "-m", "ttrl_bench.cli"]

@@ -102,6 +102,21 @@ def prepare_dataset(name: str, out_dir: Path, seed: int, resolution_rule: str = 
     return stats
 
 
+def prepare_test_subset(name: str, out_dir: Path, keep: int, px: int | None = None, seed: int = 0) -> Path:
+    """`name` prepared into `out_dir` and cut to its first `keep` test samples, their images resized to
+    px x px (benchmarks/gpu.py and the real-width rehearsal: the papers' image sizes on the demo sets);
+    None keeps the dataset's own sizes."""
+    from PIL import Image
+
+    prepare_dataset(name, out_dir, seed=seed)
+    manifest = pd.read_parquet(out_dir / "manifest.parquet")
+    manifest = manifest[manifest["split"] == "test"].head(keep)
+    manifest.to_parquet(out_dir / "manifest.parquet", index=False)
+    for path in manifest["image"] if px else []:
+        Image.open(out_dir / path).convert("RGB").resize((px, px)).save(out_dir / path)
+    return out_dir
+
+
 def load_manifest(data_dir: Path, split: str | None = None) -> pd.DataFrame:
     path = Path(data_dir) / "manifest.parquet"
     if not path.exists():
