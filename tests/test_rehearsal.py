@@ -1,7 +1,7 @@
 """Rehearsal at real width on the CPU (issue 23): models of InternVL3-2B's and Qwen2.5-VL's published
 shapes (widths, vocabularies, placeholder ids, image-token counts; models/real_width.py) with one
 language and one vision layer, run through the project's own commands (`ttrl-bench adapt` under the
-rules' 2-process `accelerate launch`, `adapt-per-sample`, `evaluate`). They check what the tiny models
+rules' 2-process `accelerate launch`, `adapt-per-sample`, `evaluate`; TTRV, ECHO, VR-TTRL). They check what the tiny models
 cannot: real vocabulary sizes and placeholder ids (rollouts free of them: the trainer refuses any,
 grpo.refuse_placeholders), the published image-token counts, a rollout group split across two
 processes, dtypes end to end (fp32 master weights, a bf16 checkpoint and its config, bf16 evaluation).
@@ -127,15 +127,23 @@ def test_internvl3_2b_width_ttrv_round_on_two_processes_then_greedy_evaluation(t
 
 
 @pytest.mark.rehearsal
-def test_qwen2_5_vl_widths_per_sample_vr_ttrl_and_7b_greedy_evaluation(tmp_path):
+def test_qwen2_5_vl_widths_echo_batch_per_sample_vr_ttrl_and_7b_greedy_evaluation(tmp_path):
     """Qwen2.5-VL's vocabulary (151,936 / 152,064 rows for 151,665 tokens: padding rows never sampled)
-    and placeholder ids. At the 3B width, per-sample VR-TTRL on two scenes (one trainer for both, each
-    from the base weights); at the 7B width (1.35 B parameters here: its fp32 weights, gradients and
+    and placeholder ids. At the 3B width, one ECHO generation batch on a digit and per-sample VR-TTRL on
+    two scenes (one trainer for both, each from the base weights); at the 7B width (1.35 B parameters here: its fp32 weights, gradients and
     AdamW state, 22 GB, do not fit this machine) greedy evaluation in the checkpoint's bf16."""
     scenes = prepare_test_subset("demo-digit-scenes", tmp_path / "demo-digit-scenes", keep=2)
-    corpus = _corpus(scenes)
+    digits = prepare_test_subset("demo-digits", tmp_path / "demo-digits", keep=1)
+    corpus = _corpus(scenes) + _corpus(digits)
     model = build_real_width(QWEN2_5_VL_3B, tmp_path / "qwen3b", corpus)
     cli = [sys.executable, "-m", "ttrl_bench.cli"]
+    # one ECHO generation batch: its token entropies and top-5 confidences over all 151,936 logits
+    _run(cli + ["adapt", "--model-source", str(model), "--model-name", "qwen2.5-vl-3b", "--method", "echo",
+                "--dataset", "demo-digits", "--data", str(digits), "--n-adapt", "1", "--out", str(tmp_path / "echo"),
+                "--method-json", _method_json("echo")], tmp_path, TTRL_BENCH_AUTOCAST="none")
+    run = json.loads((tmp_path / "echo" / "run.json").read_text())
+    assert (run["optimizer_steps"], run["saved_dtype"]) == (1, "bfloat16")
+    assert pd.read_parquet(tmp_path / "echo" / "train_log.parquet")["votes"].tolist() == [4]
     per_sample = tmp_path / "vr-ttrl"
     common = ["--dataset", "demo-digit-scenes", "--data", str(scenes), "--max-new-tokens", "4"]
     _run(cli + ["adapt-per-sample", "--model-source", str(model), "--model-name", "qwen2.5-vl-3b",
