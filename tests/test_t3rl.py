@@ -110,6 +110,8 @@ def test_claims_start_where_no_letter_digit_underscore_or_dot_precedes():
     assert claims("X12 * 7 = 84") == []
     assert claims("v_1 + 2 = 3") == [] and claims("_1 + 2 = 3") == []
     assert claims("so 12 * 7 = 84") == [("12 * 7", "84")]
+    # after the expression's last digit only ")" and blanks: "1 + 2 + =" claims nothing
+    assert claims("1 + 2 + = 3") == [] and claims("(1 + 2) = 3") == [("(1 + 2)", "3")]
 
 
 def test_null_verifier_decision():
@@ -169,13 +171,13 @@ def test_arithmetic_verifier_decisions_by_hand():
     assert verify("```python\nprint(11)\n```", "10") == Decision(False, "code", "11")
     assert verify("```python\nx = 1\n```", "1") == Decision(False, "code", None)  # prints nothing
     failed = verify("```python\nraise ValueError('x')\n```", "1")
-    assert not failed.verified and failed.reason == "error: ValueError: x" and failed.computed is None
+    assert failed.verified is False and failed.reason == "error: ValueError: x" and failed.computed is None
     # the claims path: 12 * 7 = 84 and 84 + 6 = 90 hold, the last value 90.0 is the answer
     assert verify("12 * 7 = 84, then 84 + 6 = 90.", "90") == Decision(True, "claims", "90.0")
     # 2 + 2 = 5 fails first; computed is the last claim's value, 4 + 4 = 8.0 (not 3 + 3's 6.0)
     assert verify("2 + 2 = 5, 3 + 3 = 6, 4 + 4 = 8", "8") == Decision(False, "claim does not hold: 2 + 2", "8.0")
     broken = verify("1 / 0 = 5", "5")
-    assert not broken.verified and broken.reason == "error: ZeroDivisionError: division by zero"
+    assert broken.verified is False and broken.reason == "error: ZeroDivisionError: division by zero"
 
 
 def test_arithmetic_verifier_passes_its_memory_limit_to_the_sandbox():
