@@ -76,3 +76,35 @@ def test_task_for_builds_a_sam2_masker_from_the_config(tiny_sam2):
     assert task.masker.image_root == tiny_sam2 / "images" and task.primary == "giou"
     with pytest.raises(FileNotFoundError, match=r"evaluation\.grounding\.sam2"):
         task_for("demo-digit-scenes", sam2=str(tiny_sam2 / "absent"), image_root=tiny_sam2)
+
+
+def test_sam2_masker_device_default(monkeypatch, tmp_path):
+    """device=None means CUDA where torch sees it, else the CPU; a named device is kept; the model is
+    moved to that device. Stand-ins for Sam2Model/Sam2Processor record the call (no model is built)."""
+    import transformers
+
+    moved = []
+
+    class FakeModel:
+        @classmethod
+        def from_pretrained(cls, checkpoint):
+            return cls()
+
+        def to(self, device):
+            moved.append(device)
+            return self
+
+        def eval(self):
+            return self
+
+    class FakeProcessor:
+        @classmethod
+        def from_pretrained(cls, checkpoint):
+            return cls()
+
+    monkeypatch.setattr(transformers, "Sam2Model", FakeModel, raising=False)
+    monkeypatch.setattr(transformers, "Sam2Processor", FakeProcessor, raising=False)
+    for cuda, device, expected in ((False, None, "cpu"), (True, None, "cuda"), (True, "cpu", "cpu")):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda cuda=cuda: cuda)
+        masker = Sam2Masker(tmp_path, tmp_path, device=device)
+        assert masker.device == expected and moved[-1] == expected

@@ -11,7 +11,7 @@ from PIL import Image
 
 from ttrl_bench.cli import _eval_sampling
 from ttrl_bench.evaluation.evaluate import evaluate_model, write_evaluation
-from ttrl_bench.evaluation.math_answers import answer_text, letters_of, normalize_math_answer
+from ttrl_bench.evaluation.math_answers import answer_text, last_boxed, letters_of, normalize_math_answer
 from ttrl_bench.evaluation.metrics import pass_at_k
 from ttrl_bench.evaluation.tasks import MathTask, task_for
 from ttrl_bench.rewards.voting import majority_vote
@@ -208,3 +208,23 @@ def test_sampled_predictions_keep_every_completion_and_fail_only_when_none_parse
     assert frame["raw_output"].tolist() == ["no", "none"]  # the first completion
     assert [list(r) for r in frame["raw_outputs"]] == [["no", "\\boxed{7}"], ["none", "nothing"]]
     assert frame["parse_failure"].tolist() == [False, True]
+
+
+def test_last_boxed_by_hand():
+    """The last \\boxed{} or \\fbox{}, braces balanced; "\\boxed 5": the text after "\\boxed " up to "$"
+    (Hendrycks MATH's remove_boxed), stripped; "\\boxed {5} so": the braces' content."""
+    assert last_boxed("\\fbox{1} then \\fbox{2}") == "2"
+    assert last_boxed("\\fbox{7}") == "7"
+    assert last_boxed("so \\boxed 5$") == "5"
+    assert last_boxed("\\boxed 5 apples$ and") == "5 apples"
+    assert last_boxed("\\boxed {5} so") == "5"
+    assert last_boxed("\\boxed 2{,}500$") == "2{,}500"  # a brace after the first character is content
+
+
+def test_letters_of_strips_markup_and_checks_every_letter():
+    """"**B**" (Markdown bold) names B; "X" is option A's text; "A, E" with four options names an
+    option that does not exist: None."""
+    options = ["7", "12", "3", "9"]
+    assert letters_of("**B**", options) == "B"
+    assert letters_of("X", ["X", "Y"]) == "A"
+    assert letters_of("A, E", options) is None

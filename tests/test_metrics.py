@@ -105,3 +105,11 @@ def test_mme_score_is_acc_plus_acc_plus_per_subtask():
     assert scores == {"mme_perception": 125.0, "mme_cognition": 50.0, "mme_total": 175.0}
     with pytest.raises(ValueError, match="unknown MME subtask"):
         mme_score(["ocr"], ["a"], [True])
+
+
+def test_smape_score_refuses_mismatched_or_empty_inputs():
+    """Two predictions for one gold answer, or nothing at all: no score (the message counts both)."""
+    with pytest.raises(ValueError, match="^smape_score: 2 predictions for 1 gold answers$"):
+        smape_score([1, 2], [1])
+    with pytest.raises(ValueError, match="^smape_score: 0 predictions for 0 gold answers$"):
+        smape_score([], [])
