@@ -91,10 +91,14 @@ def test_published_layout_tokenizer_and_image_token_counts():
             counts[source, px] = int((ids == config.image_token_id).sum())
         assert tokenizer.decode(tokenizer.encode(corpus[0])) == corpus[0]
         counts[source, "forbidden"] = unsampleable_token_ids(config, tokenizer)
+        counts[source, "length, eos, pad"] = len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id
     assert counts[INTERNVL3_2B, 896] == 1280 and counts[INTERNVL3_2B, 448] == 256
     assert counts[QWEN2_5_VL_7B, 896] == 1024 and counts[QWEN2_5_VL_7B, 840] == 900
     # InternVL3-2B: <IMG_CONTEXT> 151667, its 151,674 tokens fill its 151,674 embedding rows.
     # Qwen2.5-VL-7B: <|image_pad|> 151655, <|video_pad|> 151656, and rows 151665..152063 past its tokenizer.
+    # Qwen2's <|im_end|> 151645 and <|endoftext|> 151643 in both; InternVL3-hf has 9 tokens more than Qwen2.5-VL
+    assert counts[INTERNVL3_2B, "length, eos, pad"] == (151674, 151645, 151643)
+    assert counts[QWEN2_5_VL_7B, "length, eos, pad"] == (151665, 151645, 151643)
     assert counts[INTERNVL3_2B, "forbidden"] == [151667]
     assert counts[QWEN2_5_VL_7B, "forbidden"] == [151655, 151656] + list(range(151665, 152064))
 
