@@ -60,7 +60,7 @@ OUT = Path(os.environ.get("TTRL_BENCH_BENCHMARK_OUT", ROOT / "benchmarks" / "res
 # take, at full depth, with a tokenizer in the published layout (models/real_width.py).
 PLAN_SOURCES = {"internvl3-2b": "OpenGVLab/InternVL3-2B-hf", "internvl3-8b": "OpenGVLab/InternVL3-8B-hf",
                 "qwen2.5-vl-7b": "Qwen/Qwen2.5-VL-7B-Instruct"}
-TINY = {"tiny-internvl": ("internvl", None, None), "tiny-qwen2.5-vl": ("qwen2_5_vl", None, None)}
+TINY = {"tiny-internvl": "internvl", "tiny-qwen2.5-vl": "qwen2_5_vl"}  # name -> family
 METHODS = ("ttrv", "dare", "vr-ttrl")
 # Which methods a model's paper runs: TTRV on InternVL, VR-TTRL on Qwen2.5-VL; DARE on both.
 DEFAULT_METHODS = {"internvl": ("ttrv", "dare"), "qwen2_5_vl": ("dare", "vr-ttrl")}
@@ -71,8 +71,8 @@ def build_model(name: str, corpus: list[str], out: Path, real: bool) -> Path:
     from ttrl_bench.models.tiny import build_tiny, train_tokenizer
 
     if real:  # published widths, depths, vocabulary and placeholder ids; stored in bf16 as the checkpoints are
-        return build_real_width(PLAN_SOURCES[name], out, corpus, text_layers=None, vision_layers=None)
-    family = TINY[name][0]
+        return build_real_width(PLAN_SOURCES[name], out, corpus, text_layers=None)
+    family = TINY[name]
     model, processor = build_tiny(train_tokenizer(corpus, family), family)
     model.to(torch.bfloat16).save_pretrained(out)
     processor.save_pretrained(out)
@@ -82,7 +82,7 @@ def build_model(name: str, corpus: list[str], out: Path, real: bool) -> Path:
 def model_family(name: str) -> str:
     from ttrl_bench.plan.memory import model_config
 
-    return model_config(PLAN_SOURCES[name]).model_type if name in PLAN_SOURCES else TINY[name][0]
+    return model_config(PLAN_SOURCES[name]).model_type if name in PLAN_SOURCES else TINY[name]
 
 
 def prepare_data(tmp: Path, px: int | None, keep: int) -> tuple[Path, Path]:

@@ -282,8 +282,9 @@ FAMILIES: dict[str, Family] = {
         processor=_qwen_processor,
     ),
     # Qwen3-VL: the same tokens and template part as Qwen2.5-VL, 16 px patches (ECHO Table 2's Qwen3-VL-8B).
+    # Its tokenizer adds <tool_response> </tool_response> <think> </think> (151665-151668): 151,669.
     "qwen3_vl": Family(
-        **QWEN_VL_TOKENS,
+        **{**QWEN_VL_TOKENS, "published_length": 151669},
         model_class=Qwen3VLForConditionalGeneration,
         config=_qwen3_config,
         processor=_qwen3_processor,
