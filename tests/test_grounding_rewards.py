@@ -189,6 +189,8 @@ def test_answer_format_reward_as_segmentation_format():
     assert answer_format_reward(wrap([])) == 0.0
     assert answer_format_reward(wrap([A, [1, 2], A])) == pytest.approx(4 / 3)  # a list item adds 0
     assert answer_format_reward(wrap([A, "bbox_2d", A])) == pytest.approx(2 / 3)  # stops at the string
+    assert answer_format_reward(wrap([A, "point_2d", A])) == pytest.approx(2 / 3)  # `'point_2d'` indexes a str
+    assert answer_format_reward(wrap([A, ["point_2d"], A])) == pytest.approx(2 / 3)  # ... or a list: raises
     assert answer_format_reward(wrap([A, 7, A])) == pytest.approx(2 / 3)  # `'bbox_2d' in 7` raises
     assert answer_format_reward("no answer") == 0.0
 
