@@ -36,7 +36,10 @@ def test_diversity_term_changes_nothing_under_group_scaling_but_rescales_under_b
 
 
 def test_sampled_groups_are_seeded():
+    from ttrl_bench.rewards.audit import sample_object_groups
+
     assert sample_groups(4, 8, seed=1) == sample_groups(4, 8, seed=1)
+    assert sample_object_groups(4, 8, seed=1) == sample_object_groups(4, 8, seed=1)
     assert all(len(g) == 8 for g in sample_groups(4, 8, seed=1))
 
 
@@ -112,3 +115,65 @@ def test_score_passes_each_rewards_params():
     assert flat["t"] == pytest.approx([2 / 3, 2 / 3, 1 / 3])
     with pytest.raises(ValueError, match="^all groups must have the same number of completions$"):
         rewards_by_method([["A"], ["A", "B"]], {"t": {"reward": "ttrv"}})
+
+
+def test_mcq_answer_distributions_are_dirichlet_half():
+    """Two completions of one prompt agree with probability E[sum_k p_k^2]; for p ~ Dirichlet(a)
+    over K = 4 answers, E[p_k^2] = a (a + 1) / (K a (K a + 1)), so the sum is (a + 1) / (K a + 1):
+    1.5 / 3 = .5 for the stated a = .5 (a = 1.5 would give 2.5 / 7 = .36). 4,000 pairs: s.e. .008."""
+    pairs = sample_groups(4000, 2, seed=0, unparsable=0.0)
+    assert abs(sum(a == b for a, b in pairs) / len(pairs) - 0.5) < 0.03
+
+
+class _QuantileRng:
+    """A stand-in for np.random.Generator that draws every value at a fixed point of its
+    distribution: uniform(low, high) at quantile q, normal(loc, scale) at loc + z * scale,
+    random() = r; so the sampler's output follows from its stated distributions by hand."""
+
+    def __init__(self, q, z, r):
+        self.q, self.z, self.r = q, z, r
+
+    def uniform(self, low=0.0, high=1.0, size=None):
+        v = low + self.q * (high - low)
+        return v if size is None else np.full(size, v)
+
+    def normal(self, loc=0.0, scale=1.0, size=None):
+        v = np.asarray(loc) + self.z * np.asarray(scale)
+        return v if size is None else np.broadcast_to(v, size).copy()
+
+    def random(self, size=None):
+        return self.r
+
+
+def test_object_groups_follow_their_stated_distributions(monkeypatch):
+    from ttrl_bench.rewards import audit as audit_module
+
+    monkeypatch.setattr(audit_module.np.random, "default_rng", lambda seed: _QuantileRng(q=0.5, z=1.0, r=0.5))
+    # medians: corner x, y ~ U(0, 400) -> 200; sides ~ U(20, 200) -> 110; spread s ~ U(2, 20) -> 11;
+    # corners + one sigma s: [211, 211, 321, 321]; point: centre 266 + side / 3 = 302.67 -> 303;
+    # r = .5 is neither unparsable (< .1) nor invalid (< .05)
+    answer = [{"bbox_2d": [211, 211, 321, 321], "point_2d": [303, 303]}]
+    assert audit_module.sample_object_groups(1, 2, seed=0) == [[answer, answer]]
+    # shares of 0: no completion unparsable or invalid, even on random()'s lowest draw 0.0
+    monkeypatch.setattr(audit_module.np.random, "default_rng", lambda seed: _QuantileRng(q=0.5, z=1.0, r=0.0))
+    assert audit_module.sample_object_groups(1, 2, seed=0, unparsable=0.0, invalid=0.0) == [[answer, answer]]
+
+
+def test_audit_reports_the_mean_reward():
+    from ttrl_bench.rewards.audit import rewards_by_method
+
+    # ttrv with alpha 0 is the answer's frequency: [2/3, 2/3, 1/3] and [1, 1, 1] -> mean (5/3 + 3) / 6 = 7/9
+    table = audit([["A", "A", "B"], ["B", "B", "B"]], {"t": {"reward": "ttrv", "params": {"alpha": 0.0}}})
+    assert table["reward_mean"].tolist() == pytest.approx([7 / 9] * 3)
+    # the audit scores the batch rewards_by_method gives at its default seed (DARE's sampled uncertainties)
+    groups = sample_groups(16, 8, seed=0)
+    methods = {"dare": {"reward": "dare"}}
+    table = audit(groups, methods, scales=("none",))
+    assert table["reward_mean"].iloc[0] == pytest.approx(rewards_by_method(groups, methods)["dare"].mean(), abs=1e-12)
+
+
+def test_no_groups_give_no_rewards():
+    from ttrl_bench.rewards.audit import rewards_by_method
+
+    flat = rewards_by_method([], {"t": {"reward": "ttrv"}})
+    assert list(flat) == ["t"] and flat["t"].shape == (0,)
