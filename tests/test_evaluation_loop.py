@@ -158,3 +158,14 @@ def test_write_evaluation_summary_worked_by_hand(tmp_path, caplog):
     assert again["n_errors"] == 0
     assert list(pd.read_parquet(out / "predictions.parquet").columns) == [
         "id", "raw_output", "parse_failure", "parsed", "gold", "correct"]
+
+
+def test_timed_evaluation_writes_the_files_and_its_own_duration(tmp_path):
+    engine = Engine()
+    summary = evaluate.timed_evaluation(engine, "PROC", samples_with_images(tmp_path), tmp_path, MCQTask(),
+                                        tmp_path / "eval", {"run": "r1"}, max_new_tokens=8, batch_size=4)
+    # 4 of 5 right: s2's image does not decode; the stand-in answers in milliseconds
+    assert (summary["value"], summary["n_errors"], summary["run"]) == (80.0, 1, "r1")
+    assert 0 < summary["eval_seconds"] < 60
+    assert json.loads((tmp_path / "eval" / "metrics.json").read_text())["value"] == 80.0
+    assert [c["prompts"] for c in engine.calls] == [["q0 A", "q1 B", "q3 D"], ["q4 A"]]
