@@ -44,16 +44,52 @@ def samples_with_images(tmp_path, system=True):
     return pd.DataFrame(rows)
 
 
-def test_engine_gets_decodable_samples_per_batch_and_errors_keep_their_rows(tmp_path, caplog, capsys):
+def test_evaluation_feeds_each_batch_its_rgb_images_and_system_prompts(tmp_path, monkeypatch):
+    """Batches of 2: q1's image is missing (no generation, an empty output), q4 alone in its batch
+    with a missing image gets no engine call at all. A model path goes to one vLLM engine built
+    with the evaluation's settings and fed VLLM_CHUNK samples at a time."""
+    from ttrl_bench.generation import vllm_offline
+
+    Image.new("RGB", (8, 6)).save(tmp_path / "a.png")
+    Image.new("L", (4, 4)).save(tmp_path / "g.png")  # greyscale: converted to RGB
+    samples = pd.DataFrame([{"id": f"q{i}", "image": image, "prompt": f"p{i}", "system": f"s{i}",
+                             "options": ["x", "y"], "answer": "A"}
+                            for i, image in enumerate(["a.png", "none.png", "g.png", "a.png", "none.png"])])
+    calls = []
+
+    def engine(processor, prompts, images, systems=None):
+        calls.append((processor, prompts, [(im.mode, im.size) for im in images], systems))
+        return ["A"] * len(prompts)
+
+    frame = evaluate.evaluate_model(engine, "proc", samples, tmp_path, MCQTask(), 16, batch_size=2)
+    assert calls == [("proc", ["p0"], [("RGB", (8, 6))], ["s0"]),
+                     ("proc", ["p2", "p3"], [("RGB", (4, 4)), ("RGB", (8, 6))], ["s2", "s3"])]
+    assert frame["raw_output"].tolist() == ["A", "", "A", "A", ""]
+    assert frame["id"].tolist() == ["q0", "q1", "q2", "q3", "q4"]
+    assert "raw_outputs" not in frame  # greedy: one output per sample
+
+    built = []
+
+    class FakeVllm:
+        def __init__(self, model_path, settings, max_new_tokens, sampling=None):
+            built.append((model_path, settings, max_new_tokens, sampling))
+
+        def __call__(self, processor, prompts, images, systems=None):
+            return engine(processor, prompts, images, systems)
+
+    monkeypatch.setattr(vllm_offline, "VllmGreedy", FakeVllm)
+    monkeypatch.setattr(evaluate, "VLLM_CHUNK", 3)
+    calls.clear()
+    evaluate.evaluate_model("/models/x", "proc", samples, tmp_path, MCQTask(), 16, batch_size=2, vllm_settings={"tp": 1})
+    assert built == [("/models/x", {"tp": 1}, 16, None)]
+    assert [c[1] for c in calls] == [["p0", "p2"], ["p3"]]
+
+
+def test_an_undecodable_image_gets_an_error_row_a_warning_and_the_progress_bar_counts_batches(tmp_path, caplog,
+                                                                                             capsys):
     samples, engine = samples_with_images(tmp_path), Engine()
     with caplog.at_level(logging.WARNING, logger=evaluate.log.name):
         frame = evaluate.evaluate_model(engine, "PROC", samples, tmp_path, MCQTask(), max_new_tokens=8, batch_size=2)
-    # batches of 2: [s0, s1], [s2 (undecodable, left out), s3], [s4]; images converted to RGB
-    assert [c["prompts"] for c in engine.calls] == [["q0 A", "q1 B"], ["q3 D"], ["q4 A"]]
-    assert [c["sizes"] for c in engine.calls] == [[(2, 1), (2, 2)], [(2, 4)], [(2, 5)]]
-    assert {m for c in engine.calls for m in c["modes"]} == {"RGB"}
-    assert [c["systems"] for c in engine.calls] == [["sys0", "sys1"], ["sys3"], ["sys4"]]
-    assert {c["processor"] for c in engine.calls} == {"PROC"}
     assert list(frame["raw_output"]) == ["A", "B", "", "D", "A"]
     assert list(frame["parse_failure"]) == [False, False, True, False, False]
     assert list(frame["correct"]) == [True, True, False, True, True]

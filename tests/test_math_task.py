@@ -157,49 +157,6 @@ def test_hf_sampling_gives_n_completions_per_prompt_reproducibly(tiny_model_dir)
     assert generate_sampled(model, processor, ["Which digit?", "Which number?"], images, 4, 2, sampling) == first
 
 
-def test_evaluation_feeds_each_batch_its_rgb_images_and_system_prompts(tmp_path, monkeypatch):
-    """Batches of 2: q1's image is missing (no generation, an empty output), q4 alone in its batch
-    with a missing image gets no engine call at all. A model path goes to one vLLM engine built
-    with the evaluation's settings and fed VLLM_CHUNK samples at a time."""
-    from ttrl_bench.evaluation import evaluate
-    from ttrl_bench.evaluation.tasks import MCQTask
-    from ttrl_bench.generation import vllm_offline
-
-    Image.new("RGB", (8, 6)).save(tmp_path / "a.png")
-    Image.new("L", (4, 4)).save(tmp_path / "g.png")  # greyscale: converted to RGB
-    samples = pd.DataFrame([{"id": f"q{i}", "image": image, "prompt": f"p{i}", "system": f"s{i}",
-                             "options": ["x", "y"], "answer": "A"}
-                            for i, image in enumerate(["a.png", "none.png", "g.png", "a.png", "none.png"])])
-    calls = []
-
-    def engine(processor, prompts, images, systems=None):
-        calls.append((processor, prompts, [(im.mode, im.size) for im in images], systems))
-        return ["A"] * len(prompts)
-
-    frame = evaluate_model(engine, "proc", samples, tmp_path, MCQTask(), 16, batch_size=2)
-    assert calls == [("proc", ["p0"], [("RGB", (8, 6))], ["s0"]),
-                     ("proc", ["p2", "p3"], [("RGB", (4, 4)), ("RGB", (8, 6))], ["s2", "s3"])]
-    assert frame["raw_output"].tolist() == ["A", "", "A", "A", ""]
-    assert frame["id"].tolist() == ["q0", "q1", "q2", "q3", "q4"]
-    assert "raw_outputs" not in frame  # greedy: one output per sample
-
-    built = []
-
-    class FakeVllm:
-        def __init__(self, model_path, settings, max_new_tokens, sampling=None):
-            built.append((model_path, settings, max_new_tokens, sampling))
-
-        def __call__(self, processor, prompts, images, systems=None):
-            return engine(processor, prompts, images, systems)
-
-    monkeypatch.setattr(vllm_offline, "VllmGreedy", FakeVllm)
-    monkeypatch.setattr(evaluate, "VLLM_CHUNK", 3)
-    calls.clear()
-    evaluate_model("/models/x", "proc", samples, tmp_path, MCQTask(), 16, batch_size=2, vllm_settings={"tp": 1})
-    assert built == [("/models/x", {"tp": 1}, 16, None)]
-    assert [c[1] for c in calls] == [["p0", "p2"], ["p3"]]
-
-
 def test_sampled_predictions_keep_every_completion_and_fail_only_when_none_parses():
     from ttrl_bench.evaluation.evaluate import predictions_frame
 
