@@ -36,6 +36,8 @@ def test_pass_at_k_unbiased_estimator(n, c, k, expected):
     ("we get 3 and then 12", "12"),                              # else the last number
     ("no idea", None),
     ("\\boxed{\\frac{1}{2", "2"),  # cut off: no whole box, so the last number (standalone_inference.py too)
+    ("The final answer is MAX.", "MAX"),                       # only the final period goes
+    (None, None), ("   ", None),
 ])
 def test_answer_text(text, expected):
     assert answer_text(text) == expected
@@ -176,6 +178,9 @@ def test_last_boxed_by_hand():
     assert last_boxed("\\boxed 5 apples$ and") == "5 apples"
     assert last_boxed("\\boxed {5} so") == "5"
     assert last_boxed("\\boxed 2{,}500$") == "2{,}500"  # a brace after the first character is content
+    # two blanks: Hendrycks' last_boxed_only_string keeps "\\boxed " + " {5}", remove_boxed drops
+    # "\\boxed ": " {5}", stripped here (ECHO's verl/utils/reward_score/ttrl_math/math_utils.py)
+    assert last_boxed("\\boxed  {5}") == "{5}"
 
 
 def test_letters_of_strips_markup_and_checks_every_letter():
