@@ -90,6 +90,22 @@ def test_answer_region_order():
     assert answer_region("\\boxed{1} then \\boxed{2}") == "2"
 
 
+def test_answer_region_after_a_repeated_think_close():
+    """A model that closes its thinking twice: the text after the LAST </think> is the region; when
+    nothing follows the last one, the whole output (module docstring's order)."""
+    assert answer_region("<think>A?</think> wait, B? </think> C") == " C"
+    assert answer_region("<think>A?</think> C </think>") == "<think>A?</think> C </think>"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("**B) because of the stripes**", "B"),  # bold around a leading option: markup is stripped first
+    ("X) a guillotine", None),  # a leading option letter that is not among the options: no answer,
+    # not a fall-through to the option text (module docstring: "a letter not among the options -> None")
+])
+def test_leading_option_under_markup_and_beyond_the_options(text, expected):
+    assert extract_choice(text, OPTIONS) == expected
+
+
 def test_short_answers_in_tags_and_boxes():
     assert extract_short_answer("<think>3 or 4?</think><answer>3.5</answer>") == "3.5"
     assert extract_short_answer("The answer is \\boxed{cube}.") == "cube"
@@ -116,6 +132,20 @@ def test_ttrv_choice_as_choice_answer_clean_gpqa(text, expected):
     from ttrl_bench.evaluation.extraction import ttrv_choice
 
     assert ttrv_choice(text, OPTIONS) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    # choice_answer_clean_gpqa: pred.strip("\\n").rstrip(".").rstrip("/").strip(" ").lstrip(":"); no
+    # standalone A-D -> [pred.strip().strip(".")][-1].rstrip(".").rstrip("/"). Worked by hand:
+    ("E./.", "E"),  # "E./." -> "E./" -> "E." -> ... -> strip(".") "E"
+    ("\t:E", None),  # a tab is neither "\\n" nor " ": ":" stays -> ":E" (not a letter)
+    ("E/ ", "E"),  # rstrip("/") sees " " last; strip(" ") -> "E/"; the final rstrip("/") -> "E"
+    ("E. ", "E"),  # -> "E."; strip(".") -> "E"
+    ("EX", None),  # no standalone letter; "EX" itself is no option letter
+    ("XE", None),
+])
+def test_ttrv_choice_strips_in_the_authors_order(text, expected):
+    assert ttrv_choice(text, ["1", "2", "3", "4", "5"]) == expected
 
 
 def test_ttrv_choice_keeps_a_fifth_letter_given_alone():
@@ -146,6 +176,8 @@ def test_short_answers_compare_numbers_with_a_relative_tolerance():
     assert short_answers_match("1000000000001", "1000000000000")  # 1 in 1e12: within 1e-9 relative
     assert not short_answers_match("1.0000000015", "1")  # 1.5e-9 beyond 1e-9 (absolute below 1)
     assert not short_answers_match("3", "three")
+    # a difference of exactly the tolerance, 1e-9 * max(1, |0|), is within it (the bound is inclusive)
+    assert short_answers_match("0.000000001", "0")
     assert extract_short_answer(None) is None
     assert extract_short_answer("Answer: X.") == "X"
     assert ttrv_choice("\n:E/.\n", ["a", "b", "c", "d", "e"]) == "E"

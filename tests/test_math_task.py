@@ -85,6 +85,35 @@ def test_task_parse_gold_and_score():
     assert task.score(task.parse("\\boxed{A}", logic), task.gold(logic)) == 0.0
 
 
+def test_parse_without_options_and_letters_only_extract_choice_reads():
+    task = MathTask()
+    # options None (or absent): the normal form of the answer (class docstring)
+    assert task.parse("x = \\boxed{\\frac{1}{2}}", {"options": None, "answer": "0.5"}) == "0.5"
+    assert task.parse("x = \\boxed{0.5}", {"answer": "0.5"}) == "0.5"
+    # no box, no "answer is", no number (answer_text None): the letter as extract_choice reads it
+    mc = {"options": ["15", "30", "45"], "answer": "B"}
+    assert task.parse("I choose option B.", mc) == "B"
+    assert task.parse("<think>the middle one</think><answer>B</answer>", mc) == "B"
+
+
+def test_prediction_columns_of_greedy_and_sampled_answers():
+    samples = pd.DataFrame([{"options": [], "answer": "\\frac{1}{2}"}, {"options": ["15", "30", "45"], "answer": "B"}])
+    # sampled: gold "0.5" and "B"; q1 ["0.5" right, "3" wrong], q2 ["A" wrong, "B" right]
+    assert MathTask().prediction_columns([["0.5", "3"], ["A", "B"]], samples) == {
+        "parsed": ["0.5", "A"], "parsed_samples": [["0.5", "3"], ["A", "B"]], "gold": ["0.5", "B"],
+        "n_samples": [2, 2], "n_correct": [1, 1], "correct": [True, False]}
+    # greedy: one answer each, unparsable None
+    assert MathTask().prediction_columns(["0.5", None], samples) == {
+        "parsed": ["0.5", None], "parsed_samples": [["0.5"], [None]], "gold": ["0.5", "B"],
+        "n_samples": [1, 1], "n_correct": [1, 0], "correct": [True, False]}
+
+
+def test_pass_at_k_with_exactly_k_completions():
+    frame = pd.DataFrame({"n_samples": [2, 2], "n_correct": [1, 0]})
+    # pass@1 = (1/2 + 0) / 2; pass@2 = (1 + 0) / 2 (n - c = 1 < k = 2: the pair holds the right one)
+    assert MathTask(pass_k=(2,)).metrics(frame) == {"pass@1": pytest.approx(25.0), "pass@2": pytest.approx(50.0)}
+
+
 def test_the_majority_vote_pools_notations_of_one_value():
     task = MathTask()
     row = {"options": [], "answer": "0.5"}

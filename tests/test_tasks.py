@@ -19,6 +19,13 @@ def test_mcq_predictions_and_accuracy():
     assert MCQTask().metrics(frame) == {"accuracy": pytest.approx(100 / 3)}
 
 
+def test_mcq_score_compares_the_parsed_answer_with_the_gold():
+    # short_answers_match: same letter 1.0; numbers as numbers ("3.50" == "3.5"); else 0.0
+    assert MCQTask().score("B", "B") == 1.0
+    assert MCQTask().score("3.50", "3.5") == 1.0
+    assert MCQTask().score("A", "B") == 0.0
+
+
 def test_box_mask_clips_and_orders_corners():
     mask = box_mask([{"bbox_2d": [8, 6, -2, 2], "point_2d": [1, 1]}], width=6, height=5)
     assert mask.sum() == 6 * 3  # x 0..6 (clipped), y 2..5 (clipped)
