@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, free_ports
 from ttrl_bench.runs.launch import launcher
 
 TWO_LAYOUTS_SCRIPT = """
@@ -50,7 +50,7 @@ def test_groups_split_across_processes_vote_on_the_whole_group(demo_data, tiny_m
     Before issue 23 both stopped at the first generation ("needs each process to hold whole groups")."""
     script = tmp_path / "layouts.py"
     script.write_text(TWO_LAYOUTS_SCRIPT)
-    command = launcher(2, port=29631).split()[:-2]
+    command = launcher(2, port=free_ports()[0]).split()[:-2]
     result = subprocess.run(command + [str(script), str(tiny_model_dir), str(demo_data), str(tmp_path / "out")],
                             capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
