@@ -219,3 +219,35 @@ def test_letters_of_strips_markup_and_checks_every_letter():
     assert letters_of("**B**", options) == "B"
     assert letters_of("X", ["X", "Y"]) == "A"
     assert letters_of("A, E", options) is None
+
+
+@pytest.mark.parametrize("answer, expected", [
+    # _fix_fracs (Hendrycks' MATH `_fix_fracs`): a brace right after the numerator's digit is the
+    # denominator's ("\frac1{72}" -> \frac{1}{72} = 0.0138888..., 10 significant digits)
+    ("\\frac1{72}", "0.01388888889"),
+    ("\\frac12x", "\\frac{1}{2}x"),                        # the text after the two digits stays
+    ("\\frac{1}{2}+\\frac34", "\\frac{1}{2}+\\frac{3}{4}"),  # a braced \frac, then the next one too
+    # math delimiters: only an enclosing pair of $ goes; a lone "$" stays (Hendrycks drops only "\$")
+    ("$X$", "x"),
+    ("$5", "$5"),
+    # Hendrycks' _strip_string: line breaks, "\!", "\\" -> "\", tfrac -> frac
+    ("\\frac{1}\n{2}", "0.5"),
+    ("x\\!+\\!1", "x+1"),
+    ("\\\\frac{1}{2}", "0.5"),                             # a doubled backslash (escaped twice)
+    ("\\tfrac{x}{2}", "\\frac{x}{2}"),
+    # degrees: each spelling goes
+    ("30^{\\circ}", "30"), ("30\\circ", "30"), ("30\\degree", "30"),
+    # "\$", a bare "%", the thin spaces "\," and "\;" go
+    ("\\$5", "5"), ("50%", "50"), ("1\\,000", "1000"), ("1\\;000", "1000"),
+    # "\text{ " starts a unit (Hendrycks' _remove_right_units): everything before it stays
+    ("2 \\pi \\text{ cm}", "2\\pi"),
+    # " ." -> " 0.", "{." -> "{0.", a leading "." -> "0." (Hendrycks), on answers that are no number
+    ("(1, .5)", "(1,0.5)"), ("\\frac{.5}{x}", "\\frac{0.5}{x}"), (".5\\pi", "0.5\\pi"),
+    # "k = 5" -> "5" when the left side, blanks stripped, has at most two characters (Hendrycks:
+    # len <= 2 unstripped, so his "AB=5" -> "5" but "AB = 5" kept; here both -> "5")
+    ("AB = 5", "5"), ("x+y = 3", "x+y=3"),
+    # a final period goes, and only periods; LaTeX keeps its case (\Delta is not \delta)
+    ("x^2.", "x^2"), ("MAX.", "max"), ("\\Delta", "\\Delta"),
+])
+def test_normal_form_rules_by_hand(answer, expected):
+    assert normalize_math_answer(answer) == expected
