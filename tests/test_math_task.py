@@ -243,9 +243,9 @@ def test_letters_of_strips_markup_and_checks_every_letter():
     ("2 \\pi \\text{ cm}", "2\\pi"),
     # " ." -> " 0.", "{." -> "{0.", a leading "." -> "0." (Hendrycks), on answers that are no number
     ("(1, .5)", "(1,0.5)"), ("\\frac{.5}{x}", "\\frac{0.5}{x}"), (".5\\pi", "0.5\\pi"),
-    # "k = 5" -> "5" when the left side, blanks stripped, has at most two characters (Hendrycks:
-    # len <= 2 unstripped, so his "AB=5" -> "5" but "AB = 5" kept; here both -> "5")
-    ("AB = 5", "5"), ("x+y = 3", "x+y=3"),
+    # "k = 5" -> "5" when the left side, blanks included, has at most two characters (Hendrycks'
+    # _strip_string drops the blanks only afterwards): "AB=5" -> "5", "AB = 5" kept, lower-cased
+    ("AB=5", "5"), ("AB = 5", "ab=5"), ("x+y = 3", "x+y=3"),
     # a final period goes, and only periods; LaTeX keeps its case (\Delta is not \delta)
     ("x^2.", "x^2"), ("MAX.", "max"), ("\\Delta", "\\Delta"),
 ])

@@ -150,7 +150,8 @@ def normalize_math_answer(answer: str | None) -> str | None:
     if s.startswith("."):
         s = "0" + s
     sides = s.split("=")
-    if len(sides) == 2 and len(sides[0].strip()) <= 2:  # "x = 5" -> "5"
+    # "k = 5" -> "5": Hendrycks counts the left side with its blanks, so "AB=5" -> "5", "AB = 5" is kept
+    if len(sides) == 2 and len(sides[0]) <= 2:
         s = sides[1]
     s = _fix_fracs(_fix_sqrt(s)).replace(" ", "").rstrip(".")
     if not s:
