@@ -203,3 +203,8 @@ def test_timed_evaluation_hands_every_setting_to_one_vllm_engine_and_times_itsel
     assert (summary["value"], summary["metrics"]["pass@2"], summary["n_errors"], summary["run"]) == (80.0, 80.0, 1, "r1")
     assert 0 < summary["eval_seconds"] < 60  # the stand-in answers in milliseconds
     assert json.loads((tmp_path / "eval" / "metrics.json").read_text())["value"] == 80.0
+    # a loaded model is fed batch_size samples at a time
+    engine = Engine()
+    evaluate.timed_evaluation(engine, "PROC", samples_with_images(tmp_path), tmp_path, MCQTask(), tmp_path / "eval",
+                              {}, max_new_tokens=9, batch_size=4)
+    assert [c["prompts"] for c in engine.calls] == [["q0 A", "q1 B", "q3 D"], ["q4 A"]]
