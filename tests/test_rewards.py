@@ -305,3 +305,20 @@ def test_consensus_reward_params_reach_the_conventions():
         get_reward("vr_ttrl_consensus", non_repeat="all")
     with pytest.raises(KeyError, match="known: majority_vote, ttrv, "):
         get_reward("nope")
+
+
+def test_gold_match_rewards_only_fully_correct_parsed_answers():
+    """RLVR's binary reward: 1 where the task's score is 1, else 0; an unparsable answer gets 0 even
+    from a score that would accept anything."""
+    from ttrl_bench.rewards.registry import gold_match
+
+    assert gold_match(["A", None, "B"], "A", lambda a, g: float(a == g)) == [1.0, 0.0, 0.0]
+    assert gold_match(["A", None], "A", lambda a, g: 1.0) == [1.0, 0.0]
+    assert gold_match(["A"], "A", lambda a, g: 0.99) == [0.0]  # partly right (e.g. 1 - sMAPE) is not right
+
+
+def test_reward_parameters_are_the_factories_keywords():
+    from ttrl_bench.rewards.registry import reward_parameters
+
+    assert reward_parameters("ttrv") == ["alpha", "entropy", "unparsable"]
+    assert reward_parameters("majority_vote") == ["unparsable"] and reward_parameters("gold") == []

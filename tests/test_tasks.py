@@ -107,3 +107,33 @@ def test_mme_task_adds_the_official_score():
     # acc 50 + acc+ 0 (the image's second question is wrong)
     assert task_for("mme").metrics(frame) == {"accuracy": 50.0, "mme_perception": 50.0, "mme_cognition": 0.0,
                                              "mme_total": 50.0}
+
+
+def test_freeform_count_columns_and_metrics_by_hand():
+    """Capture: parsed [3, unparsable, 2, 8] against gold [3, 5, 2, 10]: sMAPE terms 0, 1, 0,
+    2 / 18; 1 - (1 + 1/9) / 4 = 13/18 -> 72.22 %; exact counts 2 of 4."""
+    task = FreeformCountTask()
+    samples = pd.DataFrame({"answer": ["3", "5", "2", "10"]})
+    columns = task.prediction_columns([3.0, None, 2.0, 8.0], samples)
+    assert columns == {"parsed": [3.0, None, 2.0, 8.0], "gold": [3.0, 5.0, 2.0, 10.0],
+                       "correct": [True, False, True, False]}
+    metrics = task.metrics(pd.DataFrame(columns))  # the float column holds NaN for the unparsable count
+    assert metrics == {"smape_score": pytest.approx(100 * 13 / 18), "exact_accuracy": 50.0}
+    assert task.format_rewards(["7", "x"]) == [0.0, 0.0] and task.gold({"answer": "12"}) == 12.0
+
+
+def test_grounding_score_is_the_accuracy_reward_over_three():
+    """One of two gold objects found exactly: 3 tests passed for the matched pair / max(1, 2) = 1.5,
+    / 3 = 0.5; an unparsable answer scores 0."""
+    near = {"bbox_2d": [0, 0, 100, 100], "point_2d": [50, 50]}
+    far = {"bbox_2d": [200, 200, 300, 300], "point_2d": [250, 250]}
+    task = GroundingTask()
+    assert task.score([near], [near, far]) == 0.5
+    assert task.score([near, far], [near, far]) == 1.0 and task.score(None, [near]) == 0.0
+
+
+def test_mcq_gold_is_the_letter_and_math_has_no_format_reward():
+    from ttrl_bench.evaluation.tasks import MathTask
+
+    assert MCQTask().gold({"answer": "C", "options": ["a", "b", "c"]}) == "C"
+    assert MathTask().format_rewards(["\\boxed{1}", ""]) == [0.0, 0.0]
