@@ -175,7 +175,7 @@ def test_write_evaluation_summary_worked_by_hand(tmp_path, caplog):
     assert summary["n_errors"] == 1 and summary["model"] == Path("/m/x")
     # a rerun overwrites; a frame without an error column has no errors; the index is not a column
     again = evaluate.write_evaluation(predictions(error_column=False, index=[5, 7, 9, 11]), MCQTask(), out, {}, 2.0)
-    assert again["n_errors"] == 0
+    assert again["n_errors"] == 0 and json.loads((out / "metrics.json").read_text())["eval_seconds"] == 2.0
     # DuckDB reads the file's columns as they are: a stored index would be one more ("__index_level_0__")
     assert pq.read_schema(out / "predictions.parquet").names == [
         "id", "raw_output", "parse_failure", "parsed", "gold", "correct"]
