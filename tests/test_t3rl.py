@@ -1,6 +1,5 @@
 """T3RL (papers/t3rl-abstract.txt, Figure 2): verification-weighted vote, the verifiers, the sandbox."""
 
-import os
 import time
 
 import pytest
