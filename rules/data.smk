@@ -6,6 +6,7 @@ rule prepare_data:
         cli=TTRL_BENCH,
         seed=config["seeds"][0],
         rule=config["data"]["resolution_rule"],
+        item_source=config["data"]["items"],
         source=lambda wildcards: json.dumps(config["data"]["sources"].get(wildcards.dataset)),
     log:
         "logs/prepare_data/{dataset}.log",
@@ -15,4 +16,4 @@ rule prepare_data:
         "../envs/cpu.yaml"
     shell:
         "{params.cli} prepare-data --dataset {wildcards.dataset} --out results/data/{wildcards.dataset}"
-        " --seed {params.seed} --resolution-rule {params.rule} --source-json {params.source:q} > {log} 2>&1"
+        " --seed {params.seed} --resolution-rule {params.rule} --items {params.item_source} --source-json {params.source:q} > {log} 2>&1"

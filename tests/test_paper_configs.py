@@ -14,6 +14,7 @@ import yaml
 
 from test_preflight import cache_everything
 from test_workflow import REPO, _copy_workflow, _snakemake
+from ttrl_bench.datasets import authors_items
 from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.plan import Plan, checks, validated
 from ttrl_bench.plan.config import merge
@@ -98,10 +99,12 @@ def _planned(case: str) -> dict[str, int]:
 
 def _dry_run(case: str, work: Path) -> dict[str, int]:
     """The case's job counts, with an (empty) local copy of every local-only dataset (ImageNet,
-    VR-TTRL's training splits): the pre-flight stops a config that has none."""
+    VR-TTRL's training splits) and of every set whose authors' items find their images in one (DTD, ...):
+    the pre-flight stops a config that has none."""
     config, extra, _ = CASES[case]
     (work / "local-copy").mkdir()
-    local = {name: {"path": "local-copy"} for name, spec in REGISTRY.items() if spec.source.startswith("local:")}
+    local = {name: {"path": "local-copy"} for name, spec in REGISTRY.items() if spec.source.startswith("local:")
+             or authors_items.has_authors_items(name) and authors_items.LOCATORS[name].kind == "file"}
     (work / "local-copies.yaml").write_text(yaml.safe_dump({"data": {"sources": local}}))
     files = [config, "local-copies.yaml"]
     if extra:
@@ -128,6 +131,7 @@ def offline_hub(monkeypatch, filled_cache):
     builds it in the libraries' layout)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(filled_cache))
+    monkeypatch.setenv("TTRL_BENCH_CACHE", str(filled_cache / "ttrl-bench"))  # the fetched authors' lists
     monkeypatch.delenv("HF_DATASETS_CACHE", raising=False)
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ttrl_bench.datasets import authors_items
 from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.plan import preflight
 from ttrl_bench.plan.preflight import Need, PreflightError, check_cache, dataset_cached, model_cached
@@ -54,6 +55,11 @@ def cache_everything(home: Path, configs: list[dict]) -> None:
         for model in config.get("models", {}).values():
             if "build" not in model:
                 cache_model(home / "hub", model.get("convert_from", model.get("source")))
+    for name, block in authors_items.INDEX["datasets"].items():
+        if "file" not in block["lists"]["test"]:  # the authors' lists `ttrl-bench fetch` downloads
+            path = home / "ttrl-bench" / "ttrv_items" / f"{name}.test.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("[]")
     for spec in REGISTRY.values():
         if not spec.source.startswith(("bundled:", "local:")):
             cache_dataset(home / "datasets", spec.source, spec.split, spec.hub_config)
@@ -192,13 +198,15 @@ def test_the_models_a_config_uses(tmp_path):
 
 def test_offline_ttrv_dry_run_with_an_empty_cache_stops_before_any_job(tmp_path):
     """Issue 26's done-when: HF_HUB_OFFLINE=1 and an empty cache list every model and dataset of
-    config/ttrv.yaml (Tables 1-2: 3 models, 15 Hub datasets, ImageNet's local copy) and the fetch."""
+    config/ttrv.yaml and the fetch. Tables 1-2 under the authors' items: 3 models; 8 Hub datasets (Food101,
+    MathVista, SEED, MME, RealWorldQA, CaptureQA, CRPE, AI2D); the 4 unshipped authors' test lists (ImageNet,
+    -R, -Sketch, -V2); 8 local copies not set (DTD, RESISC45, MathVerse and the 5 ImageNets)."""
     import os
 
     from test_workflow import _copy_workflow, _snakemake
 
     work = _copy_workflow(tmp_path)
-    env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "empty")}
+    env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "empty"), "TTRL_BENCH_CACHE": str(tmp_path / "empty")}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -208,8 +216,9 @@ def test_offline_ttrv_dry_run_with_an_empty_cache_stops_before_any_job(tmp_path)
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert "pre-flight: 19 thing(s) this config needs are missing:" in output
-    assert output.count("    config key `models.") == 3 and output.count("    config key `datasets`: dataset ") == 15
+    assert "pre-flight: 23 thing(s) this config needs are missing:" in output
+    assert output.count("    config key `models.") == 3 and output.count("    config key `datasets`: dataset ") == 12
+    assert output.count("the TTRV authors' test items, verl/data/") == 4 and output.count("official layout") == 8
     assert "ttrl-bench fetch config/ttrv.yaml" in output
     assert "Job stats" not in output and not (work / "results").exists()
 

@@ -59,7 +59,8 @@ def cmd_fetch(args) -> None:
 def cmd_prepare_data(args) -> None:
     from .datasets.prepare import prepare_dataset
 
-    stats = prepare_dataset(args.dataset, Path(args.out), args.seed, args.resolution_rule, json.loads(args.source_json))
+    stats = prepare_dataset(args.dataset, Path(args.out), args.seed, args.resolution_rule, json.loads(args.source_json),
+                            args.items)
     log.info("prepared %s: %s", args.dataset, stats)
 
 
@@ -91,11 +92,16 @@ def _adaptation_samples(data_dir: Path, n_adapt, seed: int, sampling: str, split
     """The samples a method adapts on: of the test split (test-time RL), or of a training set's
     rows (registry split "train": ECHO's Geometry3k and GeoQA, where MM-UPT and ECHO train; VR-TTRL
     Table 11's reasonseg-train and refcocog-train, where its offline variant trains)."""
+    from .datasets import authors_items
     from .datasets.prepare import load_manifest
     from .datasets.sampling import select_adaptation_samples
 
     try:
-        pool = load_manifest(data_dir, split)
+        manifest = load_manifest(data_dir)
+        if "item_source" in manifest and (manifest["item_source"] == authors_items.ITEM_SOURCE).any():
+            dataset = json.loads((data_dir / "prep_stats.json").read_text())["dataset"]
+            return authors_items.adaptation_samples(manifest, dataset, n_adapt, sampling, seed)  # their list, as shipped
+        pool = manifest[manifest["split"] == split].reset_index(drop=True)
         if pool.empty:
             raise ValueError(f"the prepared dataset has no {split!r} samples")
         return select_adaptation_samples(pool, n_adapt, seed, sampling)
@@ -188,8 +194,10 @@ def _evaluation_set(data_dir: Path, args):
     task = task_for(args.dataset, args.sam2, data_dir, args.empty_mask_iou, args.choice_parser, args.pass_k)
     test = load_manifest(data_dir, "test")
     if task.family == "mcq" and args.exclude_adaptation_samples:
-        held_out = set(_adaptation_samples(data_dir, args.n_adapt, args.seed, args.sampling)["id"])
-        test = test[~test["id"].isin(held_out)].reset_index(drop=True)
+        # the authors' adaptation items are rows of their own (other options for the same image): held out by image
+        column = "source_id" if "item_id" in test else "id"
+        held_out = set(_adaptation_samples(data_dir, args.n_adapt, args.seed, args.sampling)[column])
+        test = test[~test[column].isin(held_out)].reset_index(drop=True)
     if args.eval_samples != "all" and args.eval_samples > len(test):
         raise ValueError(f"--eval-samples {args.eval_samples} (config evaluation.{task.family}.samples): {args.dataset} "
                          f"has {len(test)} test samples to evaluate")
@@ -510,6 +518,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help='how "larger than 1000x1000" is read (config data.resolution_rule, TTRV Appendix B)')
     p.add_argument("--source-json", default="null",
                    help='config data.sources.<name> as JSON, e.g. {"path": "/data/mme"} (default: the Hub)')
+    p.add_argument("--items", choices=["ours", "authors"], default="ours",
+                   help="config data.items: the TTRV authors' own items where they ship them, or our own conversion")
     p.set_defaults(func=cmd_prepare_data)
 
     p = sub.add_parser("build-demo-model", help="the embedded default's tiny VLM (Qwen2.5-VL or InternVL), built offline")

@@ -26,6 +26,7 @@ from .preprocessing import (
     sample_rng,
     vqa_prompt,
 )
+from .authors_items import has_authors_items, prepare_authors_items
 from .registry import get_dataset
 from .sources import read_source
 
@@ -57,10 +58,16 @@ def _task_fields(spec, sample: dict, seed: int) -> dict:
 
 
 def prepare_dataset(name: str, out_dir: Path, seed: int, resolution_rule: str = "either_side",
-                    source: dict | None = None) -> dict:
-    """`source`: config `data.sources.<name>` (a local copy's path, format, fields, class names)."""
+                    source: dict | None = None, items: str = "ours") -> dict:
+    """`source`: config `data.sources.<name>` (a local copy's path, format, fields, class names).
+    `items` (config `data.items`): "authors" prepares the TTRV authors' own items where they ship them
+    (authors_items.py), "ours" (and every set they do not ship) converts the source with our own draws."""
+    if items not in ("ours", "authors"):
+        raise ValueError(f"config data.items must be 'ours' or 'authors', got {items!r}")
     spec = get_dataset(name)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if items == "authors" and has_authors_items(name):
+        return prepare_authors_items(spec, out_dir, {**spec.local, **source} if (source or {}).get("path") else source)
     rows, verdicts = [], Counter()
     for sample in tqdm(read_source(spec, out_dir / "images", source), desc=f"prepare {name}", unit="sample"):
         path = sample["image_path"]
@@ -92,6 +99,7 @@ def prepare_dataset(name: str, out_dir: Path, seed: int, resolution_rule: str = 
     manifest.to_parquet(out_dir / "manifest.parquet", index=False)
     stats = {
         "dataset": name,
+        "items": "ours",
         "original": sum(verdicts.values()),
         "kept": verdicts["kept"],
         "dropped": {reason: n for reason, n in sorted(verdicts.items()) if reason != "kept"},

@@ -17,6 +17,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..datasets import authors_items
 from ..datasets.registry import REGISTRY, get_dataset
 from ..models.source import resolve_model_source
 
@@ -33,7 +34,7 @@ MODEL_CONFIG, MODEL_WEIGHTS = "config.json", ("model.safetensors", "model.safete
 class Need:
     """One download of a config: a Hub model or dataset, named by the config key that asks for it."""
 
-    kind: str  # "model" or "dataset"
+    kind: str  # "model", "dataset" or "items" (an unshipped list of the TTRV authors' items)
     key: str  # the config key to name (models.<name>.source, datasets, experiments.<name>.datasets)
     repo: str  # Hub id
     name: str = ""  # our dataset name (registry entry)
@@ -44,6 +45,8 @@ class Need:
     def describe(self) -> str:
         if self.kind == "model":
             return f"model {self.repo}"
+        if self.kind == "items":
+            return f"dataset {self.name}: the TTRV authors' test items, {self.repo} (into {authors_items.cache_dir()})"
         config = f", configuration {self.hub_config!r}" if self.hub_config else ""
         return f"dataset {self.name}: {self.repo} (split {self.split!r}{config})"
 
@@ -87,11 +90,26 @@ def needs(config: dict, models: list[str], datasets: list[str], results: Path = 
             continue
         wanted.append(Need("model", key, source, files=tuple(CHECKPOINT_FILES if field == "convert_from" else MODEL_FILES)))
     keys, sources = dataset_keys(config), config.get("data", {}).get("sources", {})
+    authors = config.get("data", {}).get("items") == "authors"
     for name in datasets:
         spec = get_dataset(name)
         local = (sources.get(name) or {}).get("path")
         if spec.source.startswith("bundled:") or (results / "data" / name / "manifest.parquet").exists():
             continue
+        if authors and authors_items.has_authors_items(name):
+            entry = authors_items.INDEX["datasets"][name]["lists"]["test"]
+            if authors_items.missing_lists([name]):
+                wanted.append(Need("items", keys.get(name, "datasets"), entry["authors_path"], name))
+            locator = authors_items.LOCATORS[name]
+            if locator.kind == "file" and not local:
+                problems.append(f"config key `data.sources.{name}.path` is not set: the TTRV authors' {name} items "
+                                f"(data.items: authors) find their images in a local copy of {name} in its official "
+                                f"layout, {locator.layout}")
+                continue
+            if locator.kind == "file":
+                if not Path(local).exists():
+                    problems.append(f"config key `data.sources.{name}.path`: {local} does not exist")
+                continue
         if local:
             if not Path(local).exists():
                 problems.append(f"config key `data.sources.{name}.path`: {local} does not exist")
@@ -155,6 +173,7 @@ def missing(wanted: list[Need], hub_cache: Path | None = None, datasets_cache: P
     """The downloads not yet in the caches."""
     hub_cache, datasets_cache = hub_cache or hub_cache_dir(), datasets_cache or datasets_cache_dir()
     return [n for n in wanted if not (model_cached(n.repo, hub_cache) if n.kind == "model" else
+                                      not authors_items.missing_lists([n.name]) if n.kind == "items" else
                                       dataset_cached(n.repo, n.hub_config, n.split, datasets_cache)
                                       and class_names_cached(n.repo, hub_cache))]
 
@@ -207,6 +226,8 @@ def fetch(config: dict, models: list[str], datasets: list[str], results: Path = 
             from huggingface_hub import snapshot_download
 
             snapshot_download(need.repo, allow_patterns=list(need.files))
+        elif need.kind == "items":
+            authors_items.fetch_list(need.name)
         else:
             _fetch_dataset(need)
     return wanted
