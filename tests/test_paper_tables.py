@@ -357,3 +357,20 @@ def test_compare_keeps_one_row_per_published_cell_when_ours_repeats_a_key():
     table = pt.compare(published, ours)
     assert list(table["ours"].fillna(-1)) == [52.0, -1] and list(table["delta"].fillna(0)) == [2.0, 0]
     assert list(table["status"]) == ["differs", "not run"]
+
+
+def test_each_table_says_whose_items_each_cell_scored():
+    """Issue 33: DTD under the TTRV authors' items, ImageNet under ours; runs from before the `items` column
+    count as ours. TTRV Table 1's InternVL3-2B row has both datasets."""
+    runs = pd.DataFrame([
+        {**_run("m2b", "zero-shot", "none", "imagenet", 60.0)[0]},
+        {**_run("m2b", "zero-shot", "none", "dtd", 40.0)[0], "items": "ttrv-authors"},
+        {**_run("m2b", "ttrv", "dtd", "dtd", 50.0)[0], "items": "ttrv-authors"},
+    ])
+    metrics = pd.DataFrame([{"run_id": r, "metric": "accuracy", "value": v} for r, v in zip(runs["run_id"], runs["value"])])
+    cells = pt.compare(PUBLISHED, pt.our_cells(PUBLISHED, runs, metrics, pd.DataFrame(), pd.DataFrame(), MODELS, DATASETS))
+    table1 = cells[(cells["paper"] == "ttrv") & (cells["table"].astype(str) == "1")]
+    ran = table1[table1["status"] != "not run"].set_index(["method", "dataset"])["items"].to_dict()
+    assert ran == {("zero-shot", "ImageNet"): "ours", ("zero-shot", "DTD"): "ttrv-authors", ("ttrv", "DTD"): "ttrv-authors"}
+    assert pt.items_notes(table1) == [f"items: {pt.ITEMS['ours']} for ImageNet",
+                                      f"items: {pt.ITEMS['ttrv-authors']} for DTD"]

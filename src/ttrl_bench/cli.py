@@ -206,7 +206,14 @@ def _evaluation_set(data_dir: Path, args):
     return test, task
 
 
+def _items_of(data_dir: Path) -> str:
+    """Whose test items a prepared dataset holds: "ttrv-authors" (their item lists) or "ours"."""
+    stats = Path(data_dir) / "prep_stats.json"
+    return json.loads(stats.read_text()).get("items", "ours") if stats.exists() else "ours"
+
+
 def _eval_provenance(args, train_dataset: str, adapt_meta: dict) -> dict:
+    """The run's identity and provenance for metrics.json; `items` (whose test items) stays out of the hash."""
     from .runs.provenance import provenance
 
     extra = _run_identity(args, train_dataset, args.dataset)
@@ -216,7 +223,7 @@ def _eval_provenance(args, train_dataset: str, adapt_meta: dict) -> dict:
     if sampling:  # greedy runs keep their hash
         params["sampling"] = sampling
     return {**extra, "adapt_seconds": adapt_meta.get("adapt_seconds"), **({"sampling": sampling} if sampling else {}),
-            **provenance(params)}
+            "items": _items_of(Path(args.data)), **provenance(params)}
 
 
 def _eval_sampling(args) -> dict | None:
@@ -349,7 +356,7 @@ def cmd_render_tables(args) -> None:
         cells = comparison[(comparison["paper"] == paper) & (comparison["table"] == table)]
         stem = out / f"{paper}_table{table}"
         wide = pt.layout(cells)
-        notes = "".join(f"- {note}\n" for note in pt.metric_notes(cells))
+        notes = "".join(f"- {note}\n" for note in pt.metric_notes(cells) + pt.items_notes(cells))
         logs = pt.provenance_layout(cells)
         logs = ("" if logs.empty else "\n## Paper | the authors' log that gave the cell (results/provenance.py) | ours\n\n"
                 + to_markdown(logs, index=False))
