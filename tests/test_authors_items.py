@@ -223,3 +223,41 @@ def test_shipped_lists_are_xz_of_the_authors_bytes():
     entry = authors_items.INDEX["datasets"]["mathvista"]["lists"]["test"]
     data = lzma.decompress((authors_items.DATA_DIR / entry["file"]).read_bytes())
     assert authors_items.git_blob_id(data) == entry["git_blob"] and len(json.loads(data)) == 490
+
+
+class _Response(io.BytesIO):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_fetch_keeps_a_large_list_only_when_its_git_blob_id_matches(tmp_path, monkeypatch):
+    import urllib.request
+
+    monkeypatch.setenv("TTRL_BENCH_CACHE", str(tmp_path))
+    urls = []
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout: urls.append(url) or _Response(b"[]"))
+    with pytest.raises(AuthorsItemsError, match="nothing was kept"):
+        authors_items.fetch_list("imagenet-r")
+    assert urls == ["https://raw.githubusercontent.com/Akshit21112002/TTRV/b9cf778a998d06604ab7c613b01fdf8d65e53964/"
+                    "verl/data/imagenet_r_20/test.json"]
+    assert not authors_items.list_path("imagenet-r", "test").exists()
+    entry = authors_items.INDEX["datasets"]["imagenet-r"]["lists"]["test"]
+    monkeypatch.setitem(entry, "git_blob", authors_items.git_blob_id(b"[]"))  # a stand-in for the real file
+    assert authors_items.fetch_list("imagenet-r") == authors_items.list_path("imagenet-r", "test")
+    assert authors_items.load_list("imagenet-r", "test") == []
+
+
+def test_the_preflight_names_the_unfetched_lists_and_the_local_copies_the_authors_items_need(tmp_path, monkeypatch):
+    from ttrl_bench.plan.preflight import needs
+
+    monkeypatch.setenv("TTRL_BENCH_CACHE", str(tmp_path))
+    config = {"data": {"items": "authors", "sources": {"dtd": {"path": str(tmp_path)}}}, "models": {}}
+    wanted, problems = needs(config, [], ["imagenet-r", "dtd", "mathvista", "food101"], tmp_path / "results")
+    assert [(n.kind, n.name) for n in wanted] == [("items", "imagenet-r"), ("dataset", "mathvista"), ("dataset", "food101")]
+    assert len(problems) == 1 and "`data.sources.imagenet-r.path` is not set" in problems[0]
+    assert "<wnid>/<file>.jpg (imagenet-r.tar: folder imagenet-r/)" in problems[0]
+    ours = needs({**config, "data": {"items": "ours", "sources": {}}}, [], ["imagenet-r", "dtd"], tmp_path / "results")
+    assert [n.repo for n in ours[0]] == ["clip-benchmark/wds_imagenet-r", "clip-benchmark/wds_vtab-dtd"] and not ours[1]
