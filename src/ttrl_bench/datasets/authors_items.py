@@ -73,11 +73,19 @@ LOCATORS = {
     "imagenet-v2": Locator("file", 2, layout="<class index>/<sha1>.jpeg (imagenetv2-matched-frequency.tar.gz: "
                                             "folder imagenetv2-matched-frequency-format-val/)"),
     "mathverse": Locator("file", 3, layout="images/images_version_<v>/image_<n>.png (MathVerse's images.zip)"),
-    "mathvista": Locator("hub-key", 2, column="image"),  # testmini's `image` column: "images/3.jpg"
-    "mme": Locator("hub-key", 2, column="question_id"),  # MME's question_id: "code_reasoning/0020.png"
+    # testmini's `image` is "images/<pid>.jpg" for all 1,000 rows (lupantech/MathVista data/testmini.json); all
+    # 490 items match testmini's question and answer letter
+    "mathvista": Locator("hub-key", 2, column="image"),
+    # question_id is the release path without images/: "code_reasoning/0020.png" (lmms-eval tasks/mme/utils.py)
+    "mme": Locator("hub-key", 2, column="question_id"),
+    # SEED-Bench-image/<data_id>.jpeg, the authors adding ".jpeg" to data_id: matched by question and options,
+    # which holds whichever way the copy spells data_id
     "seed-bench": Locator("hub-question"),
-    "ai2d": Locator("hub-question"),  # images_1/image_0.jpg: the authors' own numbering
-    "realworldqa": Locator("hub-row"),  # images/<row>.png
+    # images_<k>/image_<i>.jpg: row (k-1) * 1544 + i of the Hub's two parquet halves, which no column names;
+    # matched by question and options instead
+    "ai2d": Locator("hub-question"),
+    # images/<n>.png is row n of 765 (every prompt is "<image> \n" + row n's question); the last item's id is 765
+    "realworldqa": Locator("hub-row"),
 }
 
 # (adaptation samples, sampling strategy) of a config -> the authors' list of that run (TTRV Appendix A's
