@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import tarfile
 
 import datasets
@@ -58,30 +59,59 @@ def counts(stats: dict) -> dict:
 
 # --- recognition -----------------------------------------------------------------------------
 
-WDS_ENTRIES = ["imagenet-v2", "imagenet-r", "imagenet-sketch", "imagenet-a", "dtd", "resisc45"]
+# the image extension of each clip-benchmark repository (registry evidence: jpg for the ImageNet
+# variants made from files, webp, the converter's default, for the others)
+WDS_ENTRIES = {"imagenet-v2": "webp", "imagenet-r": "jpg", "imagenet-sketch": "jpg", "imagenet-a": "jpg",
+               "dtd": "webp", "resisc45": "webp"}
 CLASSES = ["tench", "goldfish", "great white shark", "tiger shark", "hammerhead"]
 
 
-def webdataset_copy(tmp_path, image_ext="jpg") -> dict:
-    """clip-benchmark's layout: tar shards of <key>.<image ext> + <key>.cls, classnames.txt beside."""
-    root = tmp_path / "wds"
-    (root / "test").mkdir(parents=True)
-    (root / "classnames.txt").write_text("\n".join(CLASSES) + "\n")
-    with tarfile.open(root / "test" / "0.tar", "w") as tar:
-        for i, (blob, label) in enumerate(zip(THREE_IMAGES, [3, 0, 1])):
-            for ext, data in ((image_ext, blob), ("cls", str(label).encode())):
-                info = tarfile.TarInfo(f"s{i:04d}.{ext}")
+def encoded(blob: bytes, ext: str) -> bytes:
+    """An image re-encoded as a shard stores it (CLIP_benchmark PIL_to_bytes: lossless webp, or
+    the source file's own jpg); bytes that are no image stay as they are."""
+    try:
+        image = Image.open(io.BytesIO(blob))
+        image.load()
+    except OSError:
+        return blob
+    buffer = io.BytesIO()
+    image.save(buffer, **({"format": "WEBP", "lossless": True} if ext == "webp" else {"format": "JPEG"}))
+    return buffer.getvalue()
+
+
+def write_shard(path, samples, image_ext, first_index=0):
+    """One webdataset shard as CLIP_benchmark's convert_dataset writes it: s%07d.<ext> + s%07d.cls."""
+    with tarfile.open(path, "w") as tar:
+        for i, (blob, label) in enumerate(samples, start=first_index):
+            for ext, data in ((image_ext, encoded(blob, image_ext)), ("cls", str(label).encode())):
+                info = tarfile.TarInfo(f"s{i:07d}.{ext}")
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
+
+
+def webdataset_copy(tmp_path, image_ext="jpg") -> dict:
+    """A download of a clip-benchmark repository: test/0.tar + test/1.tar with test/nshards.txt "2",
+    a train/ split beside it (wds_vtab-*), classnames.txt and the zero-shot templates at the root."""
+    root = tmp_path / "wds"
+    (root / "test").mkdir(parents=True)
+    (root / "train").mkdir()
+    (root / "classnames.txt").write_text("\n".join(CLASSES) + "\n")
+    (root / "zeroshot_classification_templates.txt").write_text("a photo of a {c}.\n")
+    write_shard(root / "test" / "0.tar", [(GOOD, 3), (LARGE, 0)], image_ext)
+    write_shard(root / "test" / "1.tar", [(CORRUPT, 1)], image_ext, first_index=2)
+    (root / "test" / "nshards.txt").write_text("2\n")
+    write_shard(root / "train" / "0.tar", [(GOOD, 4)] * 5, image_ext)  # never read: the entries are test sets
+    (root / "train" / "nshards.txt").write_text("1\n")
     return {"path": str(root)}
 
 
 @pytest.mark.parametrize("name", WDS_ENTRIES)
 def test_clip_benchmark_webdataset_entries(tmp_path, name):
-    stats, manifest = prepare(tmp_path, name, webdataset_copy(tmp_path))
-    assert counts(stats) == STANDARD_DROPS
+    stats, manifest = prepare(tmp_path, name, webdataset_copy(tmp_path, WDS_ENTRIES[name]))
+    assert counts(stats) == STANDARD_DROPS  # test/ only: 3 samples over 2 shards, not train/'s 5
     row = manifest.iloc[0]
     assert row["label"] == "tiger shark"  # cls 3 in classnames.txt order
+    assert row["source_id"] == "s0000000"  # the shard key
     options = list(row["options"])
     assert len(set(options)) == 4 and options["ABCD".index(row["answer"])] == "tiger shark"
     what = "what texture it shows" if name == "dtd" else "what it shows"  # DTD's wording, Appendix C
@@ -89,9 +119,39 @@ def test_clip_benchmark_webdataset_entries(tmp_path, name):
     assert row["prompt"].endswith("\nOptions:\n" + "\n".join(f"{l}. {o}" for l, o in zip("ABCD", options)) + ".")
 
 
-def test_webp_shards_are_read_too(tmp_path):
+def test_the_other_image_extension_is_read_too(tmp_path):
     stats, _ = prepare(tmp_path, "imagenet-r", webdataset_copy(tmp_path, "webp"))
     assert counts(stats) == STANDARD_DROPS
+
+
+def test_the_fixture_shards_load_as_datasets_loads_the_repository(tmp_path):
+    # datasets' webdataset builder names the columns by extension, decodes .cls to int, adds the key
+    root = webdataset_copy(tmp_path, "webp")["path"]
+    data = datasets.load_dataset("webdataset", data_files={"test": f"{root}/test/*.tar"}, split="test")
+    assert sorted(data.column_names) == ["__key__", "__url__", "cls", "webp"]
+    assert list(data["cls"]) == [3, 0, 1] and list(data["__key__"]) == ["s0000000", "s0000001", "s0000002"]
+
+
+def test_a_shard_missing_from_nshards_is_named(tmp_path):
+    source = webdataset_copy(tmp_path)
+    (tmp_path / "wds" / "test" / "1.tar").unlink()
+    with pytest.raises(DatasetSourceError, match=r"nshards\.txt says 2 shards, but .*test/1\.tar is missing"):
+        prepare(tmp_path, "dtd", source)
+
+
+def test_clip_benchmark_hub_loads_the_splits_shards_only(tmp_path, monkeypatch):
+    # one shard + nshards.txt: datasets' module inference would pick "text" (a .tar/.txt tie goes to .txt)
+    calls = []
+
+    def fake_load_dataset(*args, **kwargs):
+        calls.append((args, kwargs))
+        raise RuntimeError("offline")
+
+    monkeypatch.setattr(sources, "hub_usable", lambda: True)
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    with pytest.raises(DatasetSourceError, match=r"clip-benchmark/wds_imagenet-a .*data\.sources\.imagenet-a\.path"):
+        prepare(tmp_path, "imagenet-a", None)
+    assert calls == [(("clip-benchmark/wds_imagenet-a", None), {"split": "test", "data_files": {"test": "test/*.tar"}})]
 
 
 def test_food101_class_names_come_from_the_class_label(tmp_path):
@@ -134,7 +194,10 @@ INSTRUCTION_4 = ("Choose the correct answer from the options below and respond w
 
 def test_mme_yes_no_becomes_two_options(tmp_path):
     question = "Is this photo taken in a place of home office? Please answer yes or no."
-    source = save(tmp_path, {"question_id": ["a.png", "b.png", "c.png", "a.png"],
+    # lmms-eval mme/utils.py groups an image's two questions by question_id ("<category>/<image>")
+    ids = ["scene/Places365_val_00000001.jpg", "scene/Places365_val_00000002.jpg",
+           "scene/Places365_val_00000003.jpg", "scene/Places365_val_00000001.jpg"]
+    source = save(tmp_path, {"question_id": ids,
                              "image": THREE_IMAGES + [GOOD], "question": [question] * 4,
                              "answer": ["Yes", "No", "Yes", "No"], "category": ["scene"] * 4},
                   {"question_id": datasets.Value("string"), "image": datasets.Image(),
@@ -147,7 +210,7 @@ def test_mme_yes_no_becomes_two_options(tmp_path):
     assert manifest.iloc[0]["prompt"] == (
         question + " Please respond with only the corresponding option letter (A or B). Do not include any "
         "explanation or extra text. \nOptions:\nA. No\nB. Yes.")
-    assert list(manifest["source_id"]) == ["a.png", "a.png"]  # MME asks two questions per image
+    assert list(manifest["source_id"]) == [ids[0], ids[0]]  # MME asks two questions per image
     assert list(manifest["category"]) == ["scene", "scene"]  # kept for MME's official score
     assert manifest["id"].is_unique
 
@@ -184,27 +247,62 @@ def test_ai2d_answer_index_becomes_a_letter(tmp_path):
     assert manifest.iloc[0]["prompt"].endswith("\nOptions:\nA. ground\nB. fault line\nC. dirt\nD. earthquake")
 
 
-def test_crpe_jsonl_with_coco_image_paths(tmp_path):
-    # OpenGVLab/CRPE: crpe_relation.jsonl (read) beside crpe_exist.jsonl (not read); `text` carries
-    # the options and the official instruction, `correct_option` the letter, `image` a COCO path
+CRPE_TEXT = ("What is the person in front of?\nA. The person is in front of the person.\nB. The person is in front "
+             "of the tree.\nC. The person is in front of the mirror.\nD. The person is in front of the shelf.\n"
+             "Answer with the option's letter from the given choices directly.")
+
+
+def crpe_copy(tmp_path) -> Path:
+    """A download of OpenGVLab/CRPE (crpe_relation.jsonl, crpe_exist.jsonl, the *_meta.jsonl files,
+    abnormal_images/) with COCO val2017 placed as coco/val2017/: rows name either folder."""
     root = tmp_path / "crpe"
     (root / "coco" / "val2017").mkdir(parents=True)
-    text = ("What is the person in front of?\nA. The person is in front of the person.\nB. The person is in front "
-            "of the tree.\nC. The person is in front of the mirror.\nD. The person is in front of the shelf.\n"
-            "Answer with the option's letter from the given choices directly.")
+    (root / "abnormal_images").mkdir()
+    images = ["coco/val2017/000000000139.jpg", "abnormal_images/12.jpg", "coco/val2017/000000000285.jpg",
+              "coco/val2017/000000000632.jpg"]
     lines = []
-    for i, blob in enumerate(THREE_IMAGES):
-        (root / "coco" / "val2017" / f"{i:012d}.jpg").write_bytes(blob)
-        lines.append(json.dumps({"question_id": i, "image": f"coco/val2017/{i:012d}.jpg", "text": text,
-                                 "correct_option": "BAC"[i], "category": "predicate"}))
+    for i, (image, blob) in enumerate(zip(images, THREE_IMAGES + [None])):
+        if blob is not None:  # the fourth image was not placed
+            (root / image).write_bytes(blob)
+        lines.append(json.dumps({"question_id": i, "image": image, "text": CRPE_TEXT, "correct_option": "BACD"[i],
+                                 "category": "predicate"}))
     (root / "crpe_relation.jsonl").write_text("\n".join(lines) + "\n")
-    (root / "crpe_exist.jsonl").write_text(lines[0] + "\n")
-    stats, manifest = prepare(tmp_path, "crpe", {"path": str(root)})
-    assert counts(stats) == STANDARD_DROPS
+    (root / "crpe_exist.jsonl").write_text(lines[0] + "\n")  # not read
+    (root / "crpe_relation_meta.jsonl").write_text(lines[0] + "\n")  # not read (no CircularEval)
+    return root
+
+
+def test_crpe_jsonl_with_coco_and_abnormal_image_paths(tmp_path, caplog):
+    root = crpe_copy(tmp_path)
+    with caplog.at_level("WARNING"):
+        stats, manifest = prepare(tmp_path, "crpe", {"path": str(root)})
+    # the COCO image that is not there is counted, and its warning names the file
+    assert counts(stats) == {"original": 4, "kept": 1, "dropped": {"no_image": 1, "too_large": 1, "unreadable": 1}}
+    assert any("coco/val2017/000000000632.jpg" in r.getMessage() and "crpe-000003" in r.getMessage()
+               for r in caplog.records)
     row = manifest.iloc[0]
     assert row["answer"] == "B" and list(row["options"])[1] == "The person is in front of the tree."
+    assert row["source_id"] == "0"
     # TTRV Appendix C: the official text with "and do not include any explanation or extra text."
-    assert row["prompt"] == text[:-1] + " and do not include any explanation or extra text."
+    assert row["prompt"] == CRPE_TEXT[:-1] + " and do not include any explanation or extra text."
+
+
+def test_crpe_images_from_a_separate_coco_folder(tmp_path):
+    root = crpe_copy(tmp_path)
+    coco_root = tmp_path / "datasets"
+    coco_root.mkdir()
+    (root / "coco").rename(coco_root / "coco")  # COCO kept elsewhere, named by config `image_dir`
+    (coco_root / "coco" / "val2017" / "000000000632.jpg").write_bytes(GOOD)
+    stats, _ = prepare(tmp_path, "crpe", {"path": str(root), "image_dir": [".", str(coco_root)]})
+    assert counts(stats) == {"original": 4, "kept": 2, "dropped": {"too_large": 1, "unreadable": 1}}
+
+
+@pytest.mark.parametrize("name, files", [("crpe", "crpe_relation.jsonl, abnormal_images/"),
+                                         ("capture", "real_metadata.json, real_dataset.zip")])
+def test_file_repositories_name_what_to_download(tmp_path, name, files):
+    # OpenGVLab/CRPE and atinp/CAPTURe hold files, no split: load_dataset(id, split="test") cannot read them
+    with pytest.raises(DatasetSourceError, match=rf"download {re.escape(files)} .*`data\.sources\.{name}\.path`"):
+        prepare(tmp_path, name, None)
 
 
 def test_mathvista_choices_and_free_form(tmp_path):
@@ -269,17 +367,53 @@ def test_realworldqa_is_resized_not_filtered(tmp_path):
             assert im.size == (1000, 1000)
 
 
-def test_logicvista_options_in_the_question(tmp_path):
-    question = "Which shape comes next?\nA. circle\nB. square\nC. triangle\nD. star"
-    source = save(tmp_path, {"image": THREE_IMAGES + [GOOD], "question": [question] * 4,
-                             "answer": ["C", "A", "B", "A, C"]},
+def test_realworldqa_open_ended_question(tmp_path):
+    # lmms-eval realworldqa/utils.py: the gold is a letter, or an open-ended word or number ("Downhill")
+    question = "Is the road going uphill or downhill? Please answer directly with a single word or number."
+    source = save(tmp_path, {"image": [GOOD], "question": [question], "answer": ["Downhill"]},
                   {"image": datasets.Image(), "question": datasets.Value("string"), "answer": datasets.Value("string")})
+    stats, manifest = prepare(tmp_path, "realworldqa", source)
+    assert stats["kept"] == 1 and manifest.iloc[0]["answer"] == "Downhill"
+    assert list(manifest.iloc[0]["options"]) == [] and manifest.iloc[0]["prompt"] == question
+
+
+# LogicVista's questions as Yijia-Xiao/LogicVista data/dataset.json writes them: no option lines;
+# options inline, or drawn in the image with the letters named in the question
+LOGICVISTA_IN_IMAGE = "What choice (A, B, C, or D) should be in place of the question mark that fits the pattern?"
+LOGICVISTA_INLINE = ("In 1996, total output from all fuels was 200TWh. If output for Nuclear in 2006 was twice that for "
+                     "Coal in 1996, what was the output for Nuclear in 2006? Select from A, B, C, and D. (A) 140TWh "
+                     "(B) 400TWh (C) 64TWh (D) 96TWh")
+LOGICVISTA_SPAN = ("Which option from A-E should replace the question mark to follow the pattern present above the "
+                   "separating line? (select from A-E)")
+LOGICVISTA_TWO = "Which choices in the image (A-D) belong to the green category?"
+LOGICVISTA_DIGITS = "Which is the correct answer according to the image? Select from 1-5"
+
+
+def logicvista_copy(tmp_path, images, questions, answers) -> dict:
+    n = len(questions)
+    return save(tmp_path, {"question": questions, "answer": answers, "reasoning": ["because"] * n,
+                           "image": images, "skill": [["inductive"]] * n, "id": [f"v1_{i}" for i in range(n)]},
+                {"question": datasets.Value("string"), "answer": datasets.Value("string"),
+                 "reasoning": datasets.Value("string"), "image": datasets.Image(),
+                 "skill": datasets.List(datasets.Value("string")), "id": datasets.Value("string")})
+
+
+def test_logicvista_options_in_the_question_or_the_image(tmp_path):
+    questions = [LOGICVISTA_IN_IMAGE, LOGICVISTA_INLINE, LOGICVISTA_SPAN, LOGICVISTA_DIGITS, LOGICVISTA_TWO, "",
+                 LOGICVISTA_IN_IMAGE, LOGICVISTA_IN_IMAGE]
+    answers = ["C", "B", "E", "3", "A, C", "", "A", "B"]
+    source = logicvista_copy(tmp_path, [GOOD] * 6 + [LARGE, CORRUPT], questions, answers)
     stats, manifest = prepare(tmp_path, "logicvista", source)
-    # "A, C": several correct letters, which a one-letter answer cannot score
-    assert counts(stats) == {"original": 4, "kept": 1,
-                             "dropped": {"not_applicable": 1, "too_large": 1, "unreadable": 1}}
-    assert manifest.iloc[0]["answer"] == "C"
-    assert manifest.iloc[0]["prompt"] == question + "\n" + INSTRUCTION_4
+    # "A, C": several correct letters, which a one-letter answer cannot score; the empty row is bad
+    assert counts(stats) == {"original": 8, "kept": 4,
+                             "dropped": {"not_applicable": 1, "bad_row": 1, "too_large": 1, "unreadable": 1}}
+    assert list(manifest["answer"]) == ["C", "B", "E", "3"]
+    assert [list(o) for o in manifest["options"]] == [["A", "B", "C", "D"], ["140TWh", "400TWh", "64TWh", "96TWh"],
+                                                      ["A", "B", "C", "D", "E"], []]
+    assert manifest.iloc[0]["prompt"] == LOGICVISTA_IN_IMAGE + "\n" + INSTRUCTION_4
+    assert manifest.iloc[2]["prompt"].endswith("option letter (A, B, C, D, or E). Do not include any explanation or "
+                                               "extra text.")
+    assert manifest.iloc[3]["prompt"].startswith(LOGICVISTA_DIGITS + "\nAnswer the question with a single word")
 
 
 def test_mathvision_options_or_free_form(tmp_path):
@@ -295,26 +429,53 @@ def test_mathvision_options_or_free_form(tmp_path):
     assert "(A, B, C, D, or E)" in manifest.iloc[0]["prompt"]
 
 
-def test_capture_metadata_array_and_image_folder(tmp_path):
-    # atinp/CAPTURe: real_metadata.json (one JSON array) + real_dataset.zip extracted to dataset/
+def capture_entries(n: int) -> list[dict]:
+    """real_metadata.json's entries as atinpothiraj/CAPTURe writes them (a JSON array)."""
+    return [{"image_file": f"{1455 + i}.jpg", "log_prob": -9.472212e-05, "density_map_sum": 63.00000762939453 + i,
+             "ground_truth": 63 + i, "object": "keyboard keys", "bbox": {"x": 11, "y": 33, "width": 106, "height": 42}}
+            for i in range(n)]
+
+
+CAPTURE_PROMPT = (  # TTRV Appendix C
+    "Count the exact number of keyboard keys in the image. Assume the pattern of keyboard keys continues behind "
+    "any black box. Provide the total number of keyboard keys as if the black box were not there.\nPlease reason "
+    "step by step, and put your final answer within \\boxed{}.")
+
+
+def test_capture_metadata_array_and_extracted_zip(tmp_path):
+    # atinp/CAPTURe: real_metadata.json + real_dataset.zip extracted (its folder is dataset/)
     root = tmp_path / "capture"
     (root / "dataset").mkdir(parents=True)
-    entries = []
-    for i, blob in enumerate(THREE_IMAGES + [None]):
-        if blob is not None:
-            (root / "dataset" / f"img{i}.jpg").write_bytes(blob)
-        entries.append({"image_file": f"img{i}.jpg", "ground_truth": 7 + i, "object": "sunglasses",
-                        "bbox": {"x": 1, "y": 2, "width": 3, "height": 4}})
-    (root / "real_metadata.json").write_text(json.dumps(entries))
-    (root / "synthetic_metadata.json").write_text(json.dumps(entries[:1]))  # not read
+    entries = capture_entries(4)
+    for entry, blob in zip(entries, THREE_IMAGES):  # the fourth image is not there
+        (root / "dataset" / entry["image_file"]).write_bytes(blob)
+    (root / "real_metadata.json").write_text(json.dumps(entries, indent=4))
+    (root / "synthetic_metadata.json").write_text(json.dumps([{"image_file": "x.png", "dot_shape": "circle"}]))
     stats, manifest = prepare(tmp_path, "capture", {"path": str(root)})
     # the fourth entry names a file that is not there: counted, not lost
     assert counts(stats) == {"original": 4, "kept": 1, "dropped": {"no_image": 1, "too_large": 1, "unreadable": 1}}
-    assert manifest.iloc[0]["answer"] == "7"
-    assert manifest.iloc[0]["prompt"] == (  # TTRV Appendix C
-        "Count the exact number of sunglasses in the image. Assume the pattern of sunglasses continues behind any "
-        "black box. Provide the total number of sunglasses as if the black box were not there.\nPlease reason step "
-        "by step, and put your final answer within \\boxed{}.")
+    assert manifest.iloc[0]["answer"] == "63"
+    assert manifest.iloc[0]["prompt"] == CAPTURE_PROMPT
+
+
+def test_capture_reads_the_zip_itself_or_the_renamed_folder(tmp_path):
+    import zipfile
+
+    root = tmp_path / "capture"
+    root.mkdir()
+    entries = capture_entries(3)
+    with zipfile.ZipFile(root / "real_dataset.zip", "w") as archive:  # members dataset/<image_file>
+        for entry, blob in zip(entries, THREE_IMAGES):
+            archive.writestr(f"dataset/{entry['image_file']}", blob)
+    (root / "real_metadata.json").write_text(json.dumps(entries))
+    stats, manifest = prepare(tmp_path, "capture", {"path": str(root)})
+    assert counts(stats) == STANDARD_DROPS and list(manifest["answer"]) == ["63"]
+    renamed = tmp_path / "renamed"
+    (renamed / "real_dataset").mkdir(parents=True)  # the authors' README renames dataset/ to real_dataset/
+    (renamed / "real_dataset" / "1455.jpg").write_bytes(GOOD)
+    (renamed / "real_metadata.json").write_text(json.dumps(entries[:1]))
+    stats, manifest = prepare(tmp_path / "again", "capture", {"path": str(renamed)})
+    assert stats["kept"] == 1 and manifest.iloc[0]["answer"] == "63"
 
 
 # --- math (ECHO) ------------------------------------------------------------------------------
@@ -391,11 +552,11 @@ def test_mathverse_math_reads_the_choices_of_the_question(tmp_path):
 
 
 def test_logicvista_math_keeps_several_letter_answers(tmp_path):
-    question = "Which shapes are round?\nA. circle\nB. square\nC. ring\nD. star"
-    source = save(tmp_path, {"image": [GOOD, GOOD], "question": [question] * 2, "answer": ["C, A", "B"]},
-                  {"image": datasets.Image(), "question": datasets.Value("string"), "answer": datasets.Value("string")})
+    source = logicvista_copy(tmp_path, [GOOD] * 3, [LOGICVISTA_TWO, LOGICVISTA_INLINE, LOGICVISTA_DIGITS],
+                             ["C, A", "B", "3"])
     stats, manifest = prepare(tmp_path, "logicvista-math", source)
-    assert stats["kept"] == 2 and list(manifest["answer"]) == ["A,C", "B"]  # sorted, comma-joined
+    assert stats["kept"] == 3 and list(manifest["answer"]) == ["A,C", "B", "3"]  # sorted, comma-joined
+    assert manifest.iloc[0]["prompt"] == LOGICVISTA_TWO + SUFFIX  # the question names them already
 
 
 def test_a_bad_math_row_names_the_file_the_sample_and_the_field(tmp_path, caplog):
@@ -474,17 +635,23 @@ def test_reasonseg_mask_gives_the_box(tmp_path, name):
 
 @pytest.mark.parametrize("name", ["pixmo-count", "pixmo-count-test"])
 def test_pixmo_count_points_and_count(tmp_path, name):
-    source = save(tmp_path, {"image_url": ["http://x/1.jpg"] * 3, "image_sha256": ["a", "b", "c"], "image": THREE_IMAGES,
-                             "label": ["dog", "cat", "cow"], "count": [3, 1, 2],
-                             "points": [[{"x": 10.0, "y": 5.0}, {"x": 20.0, "y": 5.0}, {"x": 30.0, "y": 5.0}],
-                                        [{"x": 1.0, "y": 1.0}], [{"x": 1.0, "y": 1.0}, {"x": 2.0, "y": 2.0}]]},
+    # allenai/pixmo-count's card: points is `sequence: {x, y}`, which datasets loads as a dict of
+    # lists; a local copy adds the downloaded `image`; the eval splits' rows may carry no points
+    source = save(tmp_path, {"image_url": ["http://x/1.jpg"] * 4, "image_sha256": ["a", "b", "c", "d"],
+                             "count": [3, 1, 2, 4],
+                             "points": [{"x": [10.0, 20.0, 30.0], "y": [5.0, 5.0, 5.0]}, {"x": [1.0], "y": [1.0]},
+                                        {"x": [1.0, 2.0], "y": [1.0, 2.0]}, None],
+                             "label": ["dog", "cat", "cow", "hen"], "image": THREE_IMAGES + [GOOD]},
                   {"image_url": datasets.Value("string"), "image_sha256": datasets.Value("string"),
-                   "image": datasets.Image(), "label": datasets.Value("string"), "count": datasets.Value("int32"),
-                   "points": datasets.List({"x": datasets.Value("float32"), "y": datasets.Value("float32")})})
+                   "count": datasets.Value("int32"),
+                   "points": datasets.Sequence({"x": datasets.Value("float32"), "y": datasets.Value("float32")}),
+                   "label": datasets.Value("string"), "image": datasets.Image()})
+    assert datasets.load_from_disk(source["path"])[0]["points"] == {"x": [10.0, 20.0, 30.0], "y": [5.0, 5.0, 5.0]}
     stats, manifest = prepare(tmp_path, name, source)
-    assert counts(stats) == STANDARD_DROPS
+    assert counts(stats) == {"original": 4, "kept": 2, "dropped": {"too_large": 1, "unreadable": 1}}
     assert (manifest.iloc[0]["query"], manifest.iloc[0]["count"]) == ("dog", 3)
     assert [list(p) for p in manifest.iloc[0]["points"]] == [[10, 5], [20, 5], [30, 5]]  # pixels, as given
+    assert (manifest.iloc[1]["query"], manifest.iloc[1]["count"], list(manifest.iloc[1]["points"])) == ("hen", 4, [])
 
 
 def test_countbench_query_is_the_counted_noun(tmp_path):
@@ -513,7 +680,7 @@ def test_every_registry_entry_has_a_fixture_test():
 def test_offline_without_a_local_copy_names_the_hub_id_and_config_key(tmp_path, monkeypatch):
     monkeypatch.setattr(sources, "hub_reachable", lambda timeout=3.0: False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    with pytest.raises(DatasetSourceError, match=r"lmms-lab/MME.*`data\.sources\.mme\.path`"):
+    with pytest.raises(DatasetSourceError, match=r"lmms-lab-encoder/MME.*`data\.sources\.mme\.path`"):
         prepare(tmp_path, "mme", None)
     with pytest.raises(DatasetSourceError, match=r"no Hub copy.*data\.sources\.imagenet\.path"):
         prepare(tmp_path, "imagenet", None)
@@ -542,7 +709,7 @@ def test_a_row_with_a_bad_answer_is_counted_not_fatal(tmp_path):
 
 
 def test_preparing_twice_gives_identical_bytes(tmp_path):
-    source = webdataset_copy(tmp_path)
+    source = webdataset_copy(tmp_path, "webp")
     prepare_dataset("dtd", tmp_path / "a", 0, source=source)
     prepare_dataset("dtd", tmp_path / "b", 0, source=source)
     prepare_dataset("dtd", tmp_path / "a", 0, source=source)  # again, over the first
@@ -606,3 +773,8 @@ def test_decompression_bomb_in_a_grounding_source_is_too_large(tmp_path):
     stats, manifest = prepare(tmp_path, "refcoco", source)
     assert counts(stats) == {"original": 3, "kept": 1, "dropped": {"too_large": 1, "unreadable": 1}}
     assert list(manifest["query"]) == ["dog"]
+
+
+def test_every_registry_entry_names_the_evidence_for_its_layout():
+    """Issue 33: where each layout was read (docs/dataset-evidence.md has the long form)."""
+    assert [name for name, spec in REGISTRY.items() if len(spec.evidence) < 20] == []

@@ -99,12 +99,12 @@ def _planned(case: str) -> dict[str, int]:
 
 def _dry_run(case: str, work: Path) -> dict[str, int]:
     """The case's job counts, with an (empty) local copy of every local-only dataset (ImageNet,
-    VR-TTRL's training splits) and of every set whose authors' items find their images in one (DTD, ...):
-    the pre-flight stops a config that has none."""
+    VR-TTRL's training splits, CaptureQA's and CRPE's files) and of every set whose authors' items find their
+    images in one (DTD, ...): the pre-flight stops a config that has none."""
     config, extra, _ = CASES[case]
     (work / "local-copy").mkdir()
     local = {name: {"path": "local-copy"} for name, spec in REGISTRY.items() if spec.source.startswith("local:")
-             or authors_items.has_authors_items(name) and authors_items.LOCATORS[name].kind == "file"}
+             or spec.hub_files or authors_items.has_authors_items(name) and authors_items.LOCATORS[name].kind == "file"}
     (work / "local-copies.yaml").write_text(yaml.safe_dump({"data": {"sources": local}}))
     files = [config, "local-copies.yaml"]
     if extra:

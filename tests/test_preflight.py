@@ -132,8 +132,8 @@ def test_offline_every_missing_model_and_dataset_is_named_with_its_key_and_the_f
     for line in ["config key `data.sources.imagenet.path` is not set: dataset 'imagenet' (datasets) has no Hub copy",
                  "config key `models.to-convert.convert_from`: model OpenGVLab/InternVL2_5-4B",
                  "config key `models.absent.source`: model OpenGVLab/InternVL3-8B-hf",
-                 "config key `datasets`: dataset mme: lmms-lab/MME (split 'test')",
-                 "config key `experiments.cross.cross`: dataset seed-bench: lmms-lab/SEED-Bench (split 'test')",
+                 "config key `datasets`: dataset mme: lmms-lab-encoder/MME (split 'test')",
+                 "config key `experiments.cross.cross`: dataset seed-bench: lmms-lab-encoder/SEED-Bench (split 'test')",
                  "ttrl-bench fetch ttrv.yaml"]:
         assert line in message
     for cached in ("InternVL3-2B-hf", "food101", "tiny-internvl", "demo-digits", "ai2d"):
@@ -198,9 +198,10 @@ def test_the_models_a_config_uses(tmp_path):
 
 def test_offline_ttrv_dry_run_with_an_empty_cache_stops_before_any_job(tmp_path):
     """Issue 26's done-when: HF_HUB_OFFLINE=1 and an empty cache list every model and dataset of
-    config/ttrv.yaml and the fetch. Tables 1-2 under the authors' items: 3 models; 8 Hub datasets (Food101,
-    MathVista, SEED, MME, RealWorldQA, CaptureQA, CRPE, AI2D); the 4 unshipped authors' test lists (ImageNet,
-    -R, -Sketch, -V2); 8 local copies not set (DTD, RESISC45, MathVerse and the 5 ImageNets)."""
+    config/ttrv.yaml and the fetch. Tables 1-2 under the authors' items: 3 models; 6 Hub datasets (Food101,
+    MathVista, SEED, MME, RealWorldQA, AI2D); the 4 unshipped authors' test lists (ImageNet, -R, -Sketch, -V2);
+    10 local copies not set (DTD, RESISC45, MathVerse and the 5 ImageNets for the authors' items; CaptureQA
+    and CRPE, Hub repositories of files)."""
     import os
 
     from test_workflow import _copy_workflow, _snakemake
@@ -217,8 +218,9 @@ def test_offline_ttrv_dry_run_with_an_empty_cache_stops_before_any_job(tmp_path)
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "pre-flight: 23 thing(s) this config needs are missing:" in output
-    assert output.count("    config key `models.") == 3 and output.count("    config key `datasets`: dataset ") == 12
+    assert output.count("    config key `models.") == 3 and output.count("    config key `datasets`: dataset ") == 10
     assert output.count("the TTRV authors' test items, verl/data/") == 4 and output.count("official layout") == 8
+    assert output.count("is a Hub repository of files") == 2
     assert "ttrl-bench fetch config/ttrv.yaml" in output
     assert "Job stats" not in output and not (work / "results").exists()
 

@@ -147,7 +147,9 @@ def _letters_phrase(n: int) -> str:
 
 
 def vqa_prompt(question: str, options: list[str], style: str) -> str:
-    if not options and style != "verbatim":
+    if style == "verbatim":  # RealWorldQA: as asked, with or without options (its open-ended rows)
+        return question
+    if not options:
         return FREEFORM_PROMPT.format(question=question)
     lines = "\n".join(f"{letter}. {option}" for letter, option in zip(OPTION_LETTERS, options))
     paren_lines = "\n".join(f"({letter}) {option}" for letter, option in zip(OPTION_LETTERS, options))

@@ -148,17 +148,41 @@ def _local_format(path: Path) -> str:
     return next((fmt for fmt in FILE_PATTERNS if _data_files(path, fmt)), "imagefolder")
 
 
+def _webdataset_shards(spec: DatasetSpec, path: Path) -> list[str] | None:
+    """clip-benchmark's layout (CLIP_benchmark webdataset_builder.py / datasets/builder.py
+    build_wds_dataset): `<split>/0.tar` ... `<split>/{n-1}.tar` with `<split>/nshards.txt` holding n,
+    classnames.txt at the root. Only the entry's split is read (wds_vtab-* ship train/ beside
+    test/); every shard nshards.txt names must be there. None: not that layout."""
+    split_dir = path / spec.split
+    nshards_file = split_dir / "nshards.txt"
+    if not nshards_file.exists():  # the split's folder without its count: its shards, in shard order
+        shards = sorted(split_dir.glob("*.tar"), key=lambda f: (len(f.stem), f.stem)) if split_dir.is_dir() else []
+        return [str(f) for f in shards] or None
+    try:
+        nshards = int(nshards_file.read_text().strip())
+    except ValueError:
+        raise DatasetSourceError(f"dataset {spec.name!r}: {nshards_file} does not hold a shard count "
+                                 f"({nshards_file.read_text()[:40]!r})") from None
+    shards = [split_dir / f"{i}.tar" for i in range(nshards)]
+    missing = [str(s) for s in shards if not s.exists()]
+    if missing:
+        raise DatasetSourceError(f"dataset {spec.name!r}: {nshards_file} says {nshards} shards, but "
+                                 f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing "
+                                 f"(config `data.sources.{spec.name}.path`)")
+    return [str(s) for s in shards]
+
+
 def _load_local(spec: DatasetSpec, path: Path, fmt: str | None, files: str | None = None):
     import datasets
 
     key = f"data.sources.{spec.name}.path"
     if not path.exists():
         raise DatasetSourceError(f"dataset {spec.name!r}: local copy {path} (config `{key}`) does not exist")
-    if files:  # one file set of a multi-file copy (CRPE's crpe_relation.jsonl)
+    if files:  # one file set of a multi-file copy (CRPE's crpe_relation.jsonl, CAPTURe's real_metadata.json)
         matched = sorted(str(f) for f in path.glob(files))
         if not matched:
-            raise DatasetSourceError(f"dataset {spec.name!r}: no file {files!r} under {path} "
-                                     f"(config `data.sources.{spec.name}.files`)")
+            raise DatasetSourceError(f"dataset {spec.name!r}: no file {files!r} under {path} (config `{key}`; "
+                                     f"another file set: `data.sources.{spec.name}.files`)")
         suffix = "*" + Path(matched[0]).suffix
         fmt = fmt or next((f for f, patterns in FILE_PATTERNS.items() if suffix in patterns), "json")
         return datasets.load_dataset(fmt, data_files={"data": matched}, split="data")
@@ -177,7 +201,9 @@ def _load_local(spec: DatasetSpec, path: Path, fmt: str | None, files: str | Non
     if fmt == "imagefolder":
         # one split whatever the folder is called ("val" would otherwise become "validation")
         return datasets.load_dataset("imagefolder", data_files={"data": str(path / "**")}, split="data")
-    files = _data_files(path, fmt)
+    files = _webdataset_shards(spec, path) if fmt == "webdataset" else None
+    if files is None:
+        files = _data_files(path, fmt)
     if not files:
         raise DatasetSourceError(f"dataset {spec.name!r}: no {fmt} files under {path} (config `{key}`)")
     return datasets.load_dataset(fmt, data_files={"data": files}, split="data")
@@ -189,13 +215,25 @@ def _load_hub(spec: DatasetSpec):
     if spec.source.startswith("local:"):
         raise DatasetSourceError(f"dataset {spec.name!r} has no Hub copy ({spec.source}); set config "
                                  f"`data.sources.{spec.name}.path` to a local copy")
+    if spec.hub_files:  # a repo of plain files that `load_dataset(id, split=...)` cannot read
+        raise DatasetSourceError(
+            f"dataset {spec.name!r}: the Hub repository {spec.source} holds files, not a `datasets` split "
+            f"(load_dataset({spec.source!r}, split={spec.split!r}) stops with 'Unknown split'); download "
+            f"{', '.join(spec.hub_files)} from it (e.g. `huggingface-cli download --repo-type dataset "
+            f"{spec.source} --local-dir DIR`) and set config `data.sources.{spec.name}.path` to DIR"
+            + (f"; {spec.description}" if spec.description else ""))
     if not hub_usable():
         raise DatasetSourceError(
             f"dataset {spec.name!r}: the Hugging Face Hub is unreachable, so {spec.source} (split {spec.split!r}) "
             f"cannot be downloaded; set config `data.sources.{spec.name}.path` to a local copy, or HF_HUB_OFFLINE=1 "
             f"to read a copy already in the Hugging Face cache")
+    kwargs = {}
+    if spec.source.startswith("clip-benchmark/wds_"):
+        # the split's shards only: with one shard, `datasets` would infer the "text" module from
+        # <split>/nshards.txt (a tie between one .tar and one .txt goes to ".txt")
+        kwargs["data_files"] = {spec.split: f"{spec.split}/*.tar"}
     try:
-        return datasets.load_dataset(spec.source, spec.hub_config, split=spec.split)
+        return datasets.load_dataset(spec.source, spec.hub_config, split=spec.split, **kwargs)
     except Exception as err:  # the library's own errors vary by version; the cause stays chained
         raise DatasetSourceError(f"dataset {spec.name!r}: loading {spec.source} (config {spec.hub_config!r}, "
                                  f"split {spec.split!r}) failed: {err}; a local copy can be set with config "
@@ -234,7 +272,48 @@ def _undecoded_images(data, column: str):
     return data
 
 
-def _image_bytes(value, base: Path | None) -> bytes:
+class ImageFiles:
+    """Where a source's relative image paths (CRPE, CAPTURe) are read: the copy's `image_dir`
+    (one folder or a list, tried in order; default the copy itself), then `image_zip` inside the
+    copy (CAPTURe's real_dataset.zip unextracted: members `dataset/<file>`, found by the path
+    under their top folder too)."""
+
+    def __init__(self, root: Path | None, image_dirs=("",), image_zip: str | None = None):
+        image_dirs = [image_dirs] if isinstance(image_dirs, str) else list(image_dirs or [""])
+        self.dirs = [root / d for d in image_dirs] if root is not None else []
+        self.zip = root / image_zip if root is not None and image_zip and (root / image_zip).exists() else None
+        self._members: dict[str, str] | None = None
+
+    def _zip_members(self) -> dict[str, str]:
+        if self._members is None:
+            import zipfile
+
+            with zipfile.ZipFile(self.zip) as archive:
+                names = [n for n in archive.namelist() if not n.endswith("/")]
+            self._members = {n.split("/", 1)[1]: n for n in names if "/" in n}  # under the top folder
+            self._members.update({n: n for n in names})
+        return self._members
+
+    def read(self, name: str) -> bytes:
+        if Path(name).is_absolute() or not self.dirs:
+            return Path(name).read_bytes()
+        for folder in self.dirs:
+            if (folder / name).is_file():
+                return (folder / name).read_bytes()
+        if self.zip is not None and name in self._zip_members():
+            import zipfile
+
+            with zipfile.ZipFile(self.zip) as archive:
+                return archive.read(self._zip_members()[name])
+        where = " nor ".join(str(folder) for folder in self.dirs) + (f" nor {self.zip}" if self.zip else "")
+        raise FileNotFoundError(f"image file {name!r} is neither in {where}")
+
+
+def _image_bytes(value, files: "ImageFiles | Path | None") -> bytes:
+    """The image bytes of a row's value; relative paths resolve through `files` (an ImageFiles, or a
+    base folder / None as before)."""
+    if not isinstance(files, ImageFiles):
+        files = ImageFiles(None if files is None else Path(files))
     if isinstance(value, list):  # a sequence of images (SEED-Bench): the first is the question's
         value = value[0] if value else None
     if isinstance(value, dict):
@@ -242,13 +321,14 @@ def _image_bytes(value, base: Path | None) -> bytes:
             return value["bytes"]
         value = value.get("path")
     if isinstance(value, str) and value:
-        path = Path(value) if base is None or Path(value).is_absolute() else base / value
-        return path.read_bytes()
+        return files.read(value)
     raise ValueError("no image")
 
 
 # Row readers: one source row -> the fields preprocessing needs (task-specific), or None to skip
-# (skipped rows are counted under their reason). `f` is the entry's field mapping.
+# (skipped rows are counted under their reason). `f` is the entry's field mapping; its keys in
+# NON_COLUMN_FIELDS are settings, not columns.
+NON_COLUMN_FIELDS = ("answer_format", "letter_range")
 _OPTION_LINE = re.compile(r"^\s*\(?([A-J])\)?\s*[.:)]\s*(.+?)\s*$", re.MULTILINE)
 
 
@@ -287,15 +367,46 @@ def read_choice_columns(row, f, classes):
     return {"question": row[f["question"]], "options": options, "answer": _letter_answer(row[f["answer"]], options)}
 
 
+_INLINE_OPTION = re.compile(r"\(([A-J])\)\s*(.+?)\s*(?=,?\s*\([A-J]\)|$)", re.DOTALL)
+# the letters a question names when its options are drawn in the image (LogicVista): "(A, B, C,
+# or D)", "A, B, C and D", "(A-D)", "from A-E", "A to E"
+_LETTER_LIST = re.compile(r"\b([A-J])((?:\s*,\s*[A-J]\b)+)\s*,?\s*(?:or|and)\s+([A-J])\b")
+_LETTER_SPAN = re.compile(r"\b([A-J])\s*(?:-|–|to)\s*([A-J])\b")
+
+
+def _options_in_question(question: str, letter_range: bool = False) -> list[str]:
+    """The options a question text carries: lines "A. x" / "A: x" / "(A) x" (MathVerse,
+    RealWorldQA, CRPE), else inline "(A) x (B) y" (LogicVista); with `letter_range` (LogicVista,
+    whose options are mostly in the image) else the letters it names, as the options themselves.
+    [] when none (free-form)."""
+    for found in (_OPTION_LINE.findall(question), _INLINE_OPTION.findall(question)):
+        letters = [letter for letter, _ in found]
+        if len(found) >= 2 and letters == list(OPTION_LETTERS[: len(letters)]):
+            return [text.strip().rstrip(",").strip() for _, text in found]
+    if letter_range:
+        if match := _LETTER_LIST.search(question):
+            letters = [match.group(1), *re.findall(r"[A-J]", match.group(2)), match.group(3)]
+        elif match := _LETTER_SPAN.search(question):
+            letters = [chr(c) for c in range(ord(match.group(1)), ord(match.group(2)) + 1)]
+        else:
+            letters = []
+        if len(letters) >= 2 and letters == list(OPTION_LETTERS[: len(letters)]):
+            return letters
+    return []
+
+
 def read_options_in_text(row, f, classes):
-    """MathVerse, RealWorldQA, LogicVista: the options are lines of the question ("A. x", "A: x", "(A) x")."""
+    """MathVerse, RealWorldQA, LogicVista: the question carries its options (see _options_in_question)."""
     question = row[f["question"]]
-    lines = _OPTION_LINE.findall(question)
-    letters, options = [letter for letter, _ in lines], [text for _, text in lines]
-    answer = str(row[f["answer"]]).strip()
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError(f"field 'question' (column {f['question']!r}) is empty")
+    options = _options_in_question(question, f.get("letter_range", False))
+    answer = "" if row[f["answer"]] is None else str(row[f["answer"]]).strip()
+    if not answer:
+        raise ValueError(f"field 'answer' (column {f['answer']!r}) is empty")
     if re.fullmatch(r"[A-J](\s*,\s*[A-J])+", answer):
         return None  # several correct letters (LogicVista): a one-letter answer cannot score it
-    if len(options) < 2 or letters != list(OPTION_LETTERS[: len(letters)]):
+    if not options:
         return {"question": question, "options": [], "answer": answer}  # free-form
     return {"question": question, "options": options, "answer": _letter_answer(answer, options)}
 
@@ -322,8 +433,11 @@ def read_count_question(row, f, classes):
 
 
 def read_count_points(row, f, classes):
-    """PixMo-Count: an object label, a count and one point per object."""
-    points = [[float(p["x"]), float(p["y"])] for p in (row[f["points"]] or [])]
+    """PixMo-Count: an object label, a count and one point per object (none in the eval splits' rows)."""
+    points = row[f["points"]] or []
+    if isinstance(points, dict):  # the card's `sequence: [x, y]`: `datasets` loads a dict of lists
+        points = [{"x": x, "y": y} for x, y in zip(points.get("x") or [], points.get("y") or [], strict=True)]
+    points = [[float(p["x"]), float(p["y"])] for p in points]
     return {"query": row[f["query"]], "answer": int(row[f["count"]]), "points": points}
 
 
@@ -371,13 +485,12 @@ def read_math(row, f, classes):
 
 
 def read_math_options_in_text(row, f, classes):
-    """ECHO's sets whose question already lists the options (MathVerse `question_for_eval`,
-    LogicVista): "A. x" / "A: x" / "(A) x" lines; without them the question is free-form."""
+    """ECHO's sets whose question already carries the options (MathVerse `question_for_eval`,
+    LogicVista; see _options_in_question); without them the question is free-form."""
     question = _math_question(row, f)
-    lines = _OPTION_LINE.findall(question)
-    letters, options = [letter for letter, _ in lines], [text for _, text in lines]
-    if len(options) < 2 or letters != list(OPTION_LETTERS[: len(letters)]):
-        options = []
+    if not question:
+        raise ValueError(f"field 'question' (column {f['question']!r}) is empty")
+    options = _options_in_question(question, f.get("letter_range", False))
     return {"question": question, "options": options, "answer": _math_gold(row, f, options), "list_options": False}
 
 
@@ -481,7 +594,7 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
     data = open_source(spec, source)
     image_column = _column(spec, data, fields, "image")
     for key, column in list(fields.items()):  # every mapped column must exist: fail before any row
-        if key in ("image", "id", "answer_format") or key.endswith("_alternatives"):
+        if key in ("image", "id", *NON_COLUMN_FIELDS) or key.endswith("_alternatives"):
             continue
         if f"{key}_alternatives" in fields:  # the first of the column and its alternatives the source has
             fields[key] = _column(spec, data, fields, key)
@@ -492,8 +605,9 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
     classes = None
     if spec.reader == "classification":
         classes = tuple(_class_names(spec, data, source, _column(spec, data, fields, "label")))
-    # relative image paths (CRPE, CAPTURe) resolve under the copy, or its `image_dir`
-    base = Path(source["path"]) / source.get("image_dir", "") if source.get("path") else None
+    # relative image paths (CRPE, CAPTURe) resolve under the copy, its `image_dir`(s) or `image_zip`
+    files = ImageFiles(Path(source["path"]) if source.get("path") else None, source.get("image_dir", ""),
+                       source.get("image_zip"))
     raw_dir.mkdir(parents=True, exist_ok=True)
     where = source.get("path") or f"{spec.source} (split {spec.split!r})"  # named in every row warning
     for index, row in enumerate(data):
@@ -501,7 +615,7 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
         base_sample = {"id": sample_id, "split": spec.manifest_split,
                        "source_id": str(row.get(fields.get("id", ""), index))}
         try:
-            blob = _image_bytes(row[image_column], base)
+            blob = _image_bytes(row[image_column], files)
         except (ValueError, OSError) as err:
             log.warning("%s: %s row %d (sample %s): %s", spec.name, where, index, sample_id, err)
             yield {**base_sample, "image_path": raw_dir / f"{sample_id}.missing", "skip": "no_image"}

@@ -116,6 +116,10 @@ def needs(config: dict, models: list[str], datasets: list[str], results: Path = 
         elif spec.source.startswith("local:"):
             problems.append(f"config key `data.sources.{name}.path` is not set: dataset {name!r} "
                             f"({keys.get(name, 'datasets')}) has no Hub copy ({spec.source}); point it at a local copy")
+        elif spec.hub_files:  # CAPTURe, CRPE: a repository of files that `load_dataset` cannot read as a split
+            problems.append(f"config key `data.sources.{name}.path` is not set: dataset {name!r} "
+                            f"({keys.get(name, 'datasets')}) is a Hub repository of files ({spec.source}); download "
+                            f"{', '.join(spec.hub_files)} into a folder and point the key at it")
         else:
             wanted.append(Need("dataset", keys.get(name, "datasets"), spec.source, name, spec.hub_config, spec.split))
     return wanted, problems
@@ -236,10 +240,10 @@ def fetch(config: dict, models: list[str], datasets: list[str], results: Path = 
 def _fetch_dataset(need: Need) -> None:
     """`load_dataset` as preparation calls it (datasets/sources.py), which leaves the Arrow copy that
     offline jobs read; clip-benchmark sets also keep their classnames.txt in the hub cache."""
-    import datasets
+    from ..datasets.sources import _load_hub
 
     spec = REGISTRY[need.name]
-    datasets.load_dataset(need.repo, need.hub_config, split=need.split)
+    _load_hub(spec)  # the call preparation makes (clip-benchmark: the split's shards only)
     if spec.source.startswith("clip-benchmark/"):
         from huggingface_hub import hf_hub_download
 
