@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
+from .authors_items import has_authors_items, prepare_authors_items
 from .preprocessing import (
     GROUNDING_SYSTEM,
     capture_prompt,
@@ -26,7 +27,6 @@ from .preprocessing import (
     sample_rng,
     vqa_prompt,
 )
-from .authors_items import has_authors_items, prepare_authors_items
 from .registry import get_dataset
 from .sources import read_source
 
