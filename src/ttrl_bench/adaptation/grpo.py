@@ -13,6 +13,7 @@ import contextlib
 import copy
 import json
 import logging
+import math
 import os
 import time
 from pathlib import Path
@@ -96,8 +97,12 @@ class GroupReward:
     GRPO with ground-truth labels, ECHO Table 12).
     """
 
-    def __init__(self, name: str, params: dict, num_generations: int, task=None, micro_batch: int = 8):
+    def __init__(self, name: str, params: dict, num_generations: int, task=None, micro_batch: int = 8,
+                 reward_grid: bool = True):
         params = dict(params)
+        # rewards rounded to multiples of 2^-16 (see _score); off under verl's advantages (`advantages: verl`),
+        # which take the float32 rewards as they come, as verl's reward manager stores them
+        self.reward_grid = reward_grid
         self.uncertainty_norm = params.pop("uncertainty", "vocab")
         self.reward = get_reward(name, **params)
         # the logged pseudo-label follows the reward's convention (rewards/registry.py Reward.unparsable)
@@ -163,7 +168,9 @@ class GroupReward:
             # always sum to exactly 16x (x + x + x rounds): a group of equal rewards (TTRV "w/o
             # frequency") got advantages of ~1e-4 instead of 0, which Adam turns into full steps.
             # On a 2^-16 grid every partial sum is exact, so equal rewards give advantages of 0.
-            group_rewards = [round(r * 2**16) / 2**16 for r in group_rewards]
+            # verl's advantages (`advantages: verl`) skip the grid: there the unanimous group's rounding is verl's own.
+            if self.reward_grid:
+                group_rewards = [round(r * 2**16) / 2**16 for r in group_rewards]
             if self.needs_texts:  # T3RL: every verifier decision, per rollout
                 step = trainer_state.global_step if trainer_state is not None else len(self.records)
                 self.verifications += [{"step": step, "sample": row["id"], "rollout": i, "answer": str(a),
@@ -272,10 +279,17 @@ class TestTimeGRPOTrainer(GRPOTrainer):
     Rollouts never contain placeholder tokens: forbidden at sampling, and refused if one slips by."""
 
     def __init__(self, *args, n_votes: int, forbidden_token_ids: list[int], update: dict | None = None,
-                 lr_schedule_per: str = "step", **kwargs):
+                 lr_schedule_per: str = "step", advantages: str = "trl", kl_clamp: float | None = None, **kwargs):
         if lr_schedule_per not in ("step", "round"):
             raise ValueError(f"adaptation.hyperparameters.<task>.lr_schedule_per = {lr_schedule_per!r}; known: step, round")
+        check_verl_update({"advantages": advantages, "kl_clamp": kl_clamp})
         self.lr_schedule_per = lr_schedule_per  # read by create_scheduler, which super().__init__ may not call
+        # "trl": TRL's group advantages; "verl": verl's compute_grpo_outcome_advantage (`verl_group_advantages`)
+        self.advantage_rule = advantages
+        # None: TRL's k3 as is; a bound b: verl's low_var_kl, k3 clamped to [-b, b] (`clamped_reference`)
+        self.kl_clamp = kl_clamp
+        self._kl_clamp_inputs = None  # the inputs of the _compute_loss call whose reference is being clamped
+        self._gathered_rewards_per_func = None  # the last generation batch's rewards, all processes' (verl's advantages)
         with trl_construction_overrides(n_votes // kwargs["args"].num_generations):  # check_votes: a multiple
             super().__init__(*args, **kwargs)
         self.n_votes = n_votes
@@ -306,11 +320,31 @@ class TestTimeGRPOTrainer(GRPOTrainer):
             sampler.generator.manual_seed(self.args.data_seed)
         return sampler
 
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        """TRL's rewards, gathered over all processes (B_total, reward functions), kept for verl's advantages."""
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._gathered_rewards_per_func = rewards_per_func
+        return rewards_per_func
+
+    def _verl_advantages(self, local: int) -> torch.Tensor:
+        """verl's GRPO advantages of this process's `local` completions: computed over every process's rewards
+        (TRL's weighted sum of the reward functions; one function of weight 1 here, so the reward itself), then
+        sliced as TRL slices its own (grpo_trainer.py `process_slice`: process_index x local)."""
+        rewards_per_func = self._gathered_rewards_per_func
+        rewards = (rewards_per_func * self.reward_weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
+        advantages = verl_group_advantages(rewards, self.num_generations)
+        start = self.accelerator.process_index * local
+        return advantages[start : start + local]
+
     def _generate_and_score_completions(self, inputs):
-        """TRL's rollouts, rewards and (B,) advantages; under ECHO, (B, T) hybrid advantages and a clip
-        range per completion, from one no-grad forward of the policy that sampled them (the authors'
-        old-log-prob pass) over this generation batch, z-scored over all processes' tokens."""
+        """TRL's rollouts, rewards and (B,) advantages (verl's in place of TRL's under `advantages: verl`); under
+        ECHO, (B, T) hybrid advantages and a clip range per completion, from one no-grad forward of the policy
+        that sampled them (the authors' old-log-prob pass) over this generation batch, z-scored over all
+        processes' tokens."""
         output = super()._generate_and_score_completions(inputs)
+        if self.advantage_rule == "verl" and self.model.training:
+            local = output["advantages"]
+            output["advantages"] = self._verl_advantages(len(local)).to(device=local.device, dtype=local.dtype)
         if self.update is None:
             return output
         p = self.update
@@ -347,15 +381,33 @@ class TestTimeGRPOTrainer(GRPOTrainer):
 
     def _compute_loss(self, model, inputs):
         """TRL's GRPO loss; ECHO's per-completion clip ranges enter it as TRL's epsilons for this call
-        ((B, 1) tensors broadcast in its clamp), its (B, T) advantages through `inputs` as TRL allows."""
-        if "clip_epsilon" not in inputs:
-            return super()._compute_loss(model, inputs)
+        ((B, 1) tensors broadcast in its clamp), its (B, T) advantages through `inputs` as TRL allows. Under
+        `kl_clamp`, TRL's k3 is verl's clamped one: the policy's log-probs of this call (the first
+        `_get_per_token_logps_and_entropies` call inside TRL's `_compute_loss`) rewrite the reference log-probs
+        of a copy of `inputs` (`clamped_reference`), the buffered batch untouched."""
+        clamp = self.kl_clamp is not None and self.beta != 0.0 and "ref_per_token_logps" in inputs
+        if clamp:
+            inputs = dict(inputs)
+            self._kl_clamp_inputs = inputs
         fixed = self.epsilon_low, self.epsilon_high
-        self.epsilon_low = self.epsilon_high = inputs["clip_epsilon"].unsqueeze(1)
+        if "clip_epsilon" in inputs:
+            self.epsilon_low = self.epsilon_high = inputs["clip_epsilon"].unsqueeze(1)
         try:
             return super()._compute_loss(model, inputs)
         finally:
             self.epsilon_low, self.epsilon_high = fixed
+            self._kl_clamp_inputs = None
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
+        """TRL's; inside a `_compute_loss` call under `kl_clamp`, the policy's log-probs (with their gradient)
+        also set that call's reference log-probs to `clamped_reference`'s, before TRL reads them for its k3
+        (grpo_trainer.py `_compute_loss`: the policy forward comes first, `per_token_kl` after it)."""
+        out = super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep, *args,
+                                                         **kwargs)
+        target, self._kl_clamp_inputs = self._kl_clamp_inputs, None  # only the loss's own policy forward
+        if target is not None:
+            target["ref_per_token_logps"] = clamped_reference(target["ref_per_token_logps"], out[0], self.kl_clamp)
+        return out
 
     def _generate(self, prompts: list):
         # one autocast region around the round: autocast caches its bf16 copies of the fp32 master weights
@@ -392,6 +444,82 @@ class TestTimeGRPOTrainer(GRPOTrainer):
         extra["extra_vote_ids"] = extras([list(ids) for ids in completion_ids])
         return (pick(prompt_ids), pick(completion_ids), pick(tool_mask), pick(completions), pick(logprobs), extra,
                 pick(images), pick(tool_images) if tool_images else tool_images)
+
+
+VERL_ADVANTAGES = ("trl", "verl")
+
+
+def check_verl_update(hp: dict) -> None:
+    """The hyper-parameters that make TRL's update verl's (presets.py VERL_UPDATE says which)."""
+    rule = hp.get("advantages", "trl")
+    if rule not in VERL_ADVANTAGES:
+        raise ValueError(f"adaptation.hyperparameters.<task>.advantages = {rule!r}; known: {', '.join(VERL_ADVANTAGES)}")
+    if rule == "verl" and hp.get("scale_rewards", "group") != "group":  # verl's GRPO always divides by the group std
+        raise ValueError(f"advantages: verl scales by the group's std; scale_rewards = {hp['scale_rewards']!r} asks otherwise")
+    bound = hp.get("kl_clamp")
+    if bound is not None and not (isinstance(bound, (int, float)) and not isinstance(bound, bool) and bound > 0):
+        raise ValueError(f"adaptation.hyperparameters.<task>.kl_clamp = {bound!r}; a positive bound or null")
+
+
+def verl_group_advantages(rewards: torch.Tensor, group_size: int, epsilon: float = 1e-6) -> torch.Tensor:
+    """verl's GRPO outcome advantages (TTRV authors' fork, verl/verl/trainer/ppo/core_algos.py:113-154,
+    compute_grpo_outcome_advantage): per group of `group_size` consecutive rewards (verl groups by the prompt's
+    uid; TRL lays each prompt's completions out consecutively), in float32 on the CPU as verl's driver
+    computes them (ray_trainer.py:1198, "executed on the driver process"), (r - mean) / (std + 1e-6), with
+    torch.mean and torch.std (unbiased) of the group; a group of one has mean 0 and std 1.
+    TRL differs in 1e-4 for 1e-6 and a nan-aware mean and std on the device. With 16 equal rewards, torch's
+    float32 mean need not be the reward itself (16 x 0.35: 2^-25 off on the CPU), and verl then gives every
+    rollout the same small nonzero advantage (0.0289 for 0.35): reproduced here, not rounded away."""
+    scores = rewards.detach().to("cpu", torch.float32)
+    advantages = torch.empty_like(scores)
+    for start in range(0, len(scores), group_size):
+        group = scores[start : start + group_size].clone()  # a tensor of its own, as verl's torch.tensor(list)
+        if len(group) == 1:
+            mean, std = torch.tensor(0.0), torch.tensor(1.0)
+        else:
+            mean, std = torch.mean(group), torch.std(group.unsqueeze(0))  # verl: torch.std(torch.tensor([scores]))
+        advantages[start : start + group_size] = (group - mean) / (std + epsilon)
+    return advantages.to(rewards.device)
+
+
+def k3(log_ratio: torch.Tensor) -> torch.Tensor:
+    """The k3 ("low-variance") KL estimate of d = ref - policy log-prob, as TRL and verl write it:
+    exp(d) - d - 1 (trl grpo_trainer.py `_compute_loss`; verl core_algos.py:485-488)."""
+    return torch.exp(log_ratio) - log_ratio - 1
+
+
+def k3_roots(bound: float) -> tuple[float, float]:
+    """The two log-ratios d < 0 < d' where exp(d) - d - 1 = `bound` (k3 is convex with its minimum 0 at d = 0),
+    by bisection in float64: for 10, d = -10.99998 and d' = 2.6109."""
+
+    def solve(lo: float, hi: float) -> float:  # k3(lo) - bound and k3(hi) - bound of opposite signs
+        f = lambda d: math.expm1(d) - d - bound
+        sign_lo = f(lo) > 0
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            if (f(mid) > 0) == sign_lo:
+                lo = mid
+            else:
+                hi = mid
+        return (lo + hi) / 2
+
+    return solve(-(bound + 1.0), 0.0), solve(0.0, 2.0 * math.log(bound + 2.0))
+
+
+def clamped_reference(ref_logps: torch.Tensor, logps: torch.Tensor, bound: float) -> torch.Tensor:
+    """Reference log-probs with which TRL's own k3 formula, exp(ref - logp) - (ref - logp) - 1, becomes verl's
+    low_var_kl (TTRV authors' fork, verl/verl/trainer/ppo/core_algos.py:485-489: torch.clamp(k3, -10, 10)):
+    where k3 <= bound, the reference as is (the value and gradient unchanged); where k3 > bound, `logps` (with
+    its gradient) plus the root d of k3(d) = bound on the same side, so that ref - logp is d with zero gradient,
+    as torch.clamp gives past its bound. The value is the bound up to float32 rounding of (logp + d) - logp (a
+    few 1e-6 for log-probs of tens). k3 >= 0, so the lower bound -10 never acts. Under TRL's
+    `use_bias_correction_kl` (bias_corrected_kl) TRL multiplies k3 by the differentiable ratio to the old
+    policy: that factor keeps a gradient where verl's has none; the authors' protocol turns it off."""
+    d_low, d_high = k3_roots(float(bound))
+    log_ratio = (ref_logps - logps).detach()
+    inside = k3(log_ratio) <= bound  # torch.clamp passes the gradient at the bound itself
+    at_bound = logps + torch.where(log_ratio > 0, d_high, d_low).to(logps.dtype)
+    return torch.where(inside, ref_logps, at_bound)
 
 
 def refuse_placeholders(completion_ids, forbidden: set[int]) -> None:
@@ -456,6 +584,10 @@ def grpo_config(out_dir: Path, hp: dict, seed: int, generation_kwargs: dict | No
         scale_rewards=hp.get("scale_rewards", "group"),
         loss_type=hp.get("loss_type", "dapo"),
         delta=hp.get("dual_clip"),  # verl's dual clip c (presets.py: the same loss)
+        # TRL's corrections verl lacks (presets.py VERL_UPDATE): the policy-loss factor exp(old - vLLM's sampling
+        # log-prob), truncated at 3 (TRL's default; vLLM rollouts only), and k3 times the ratio to the old policy
+        vllm_importance_sampling_correction=hp.get("trl_vllm_is_correction", True),
+        use_bias_correction_kl=hp.get("bias_corrected_kl", True),
         generation_kwargs=generation_kwargs or None,
         use_vllm=backend == "vllm",
         **engine,
@@ -602,6 +734,7 @@ class TestTimeAdaptation:
     def __init__(self, model, processor, manifest: pd.DataFrame, image_root: Path, method: dict, out_dir: Path,
                  seed: int, task=None):
         hp = fit_to_samples(method["hyperparameters"], len(manifest))
+        check_verl_update(hp)
         if hp["temperature"] == "family":  # the TTRV authors' rollout temperature of the model's family
             hp = {**hp, "temperature": ttrv_logged_temperature(model.config)}
         n_votes = check_votes(hp)
@@ -610,7 +743,7 @@ class TestTimeAdaptation:
         micro = hp.get("micro_batch_size") or hp["num_generations"]
         self.model, self.processor, self.hp, self.runs = model, processor, hp, 0
         self.new_reward = lambda: GroupReward(method["reward"], method.get("reward_params", {}), hp["num_generations"],
-                                              task, micro)
+                                              task, micro, reward_grid=hp.get("advantages", "trl") != "verl")
         self.reward = self.new_reward()
         forbidden = unsampleable_token_ids(model.config, processor.tokenizer)
         backend = rollout_backend(hp.get("rollout_backend", "auto"))
@@ -629,6 +762,8 @@ class TestTimeAdaptation:
             n_votes=n_votes,
             forbidden_token_ids=forbidden,
             lr_schedule_per=hp.get("lr_schedule_per", "step"),
+            advantages=hp.get("advantages", "trl"),
+            kl_clamp=hp.get("kl_clamp"),
         )
         self.reward.policy = (model, processor)
         if backend == "vllm":  # TRL 1.16 + vLLM expand image placeholders twice (huggingface/trl 6294, 6401)

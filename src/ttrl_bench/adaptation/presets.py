@@ -33,15 +33,37 @@ from .echo import ECHO_DEFAULTS, check_update
 #   TRL's RepeatSampler seeded 1, both torch.randperm; incomplete rounds dropped);
 # - rollout temperature per family (1.5 in every Qwen2.5-VL log, 1.0 in every InternVL log: "family",
 #   models/families.py).
+# verl's update without TRL's extra corrections (issue 34 items 4-6): the hyper-parameters of VERL_UPDATE below,
+# off by default (TRL's behaviour), make one TRL step compute what verl's does (adaptation/grpo.py):
+# - verl clamps k3 to [-10, 10] (core_algos.py:485-489, kl_penalty low_var_kl): `kl_clamp` 10 (default None: TRL's
+#   unclamped k3). k3 exceeds 10 only where a token's log-ratio to the reference passes +2.61 or -11.0 nats, i.e.
+#   in a run already collapsing: there verl stops the KL gradient of those tokens and TRL keeps pulling them back.
+# - verl's GRPO advantages (core_algos.py:113-154): float32 mean and unbiased std of the group on the driver's CPU,
+#   (r - mean) / (std + 1e-6), rewards as the reward manager stores them (float32, ttrl.py:115-161); TRL divides by
+#   std + 1e-4 and we round rewards to 2^-16: `advantages` "verl" (default "trl"). Equal rewards then give
+#   verl's float32 residue (16 x 0.35: advantage 0.0289 for every rollout of the group), not 0.
+# - TRL's vLLM importance-sampling factor exp(old - sampling log-prob), truncated at 3, on the policy loss
+#   (grpo_trainer.py `vllm_importance_sampling_correction`); verl has none (dp_actor.py:357-367):
+#   `trl_vllm_is_correction` False (default True).
+# - TRL's k3 times the ratio to the old policy (grpo_trainer.py `use_bias_correction_kl`; differentiable, so it
+#   changes the KL gradient even on-policy); verl's KL loss is the plain token-mean of k3 (dp_actor.py:377-387):
+#   `bias_corrected_kl` False (default True).
 # Left out, with what they change:
-# - verl clamps k3 to [-10, 10] (core_algos kl_penalty); TRL does not. k3 exceeds 10 only where a token's
-#   log-ratio to the reference passes ~2.5 nats, i.e. in a run already collapsing: there verl stops the KL
-#   gradient of those tokens and TRL keeps pulling them back.
 # - which 16 of the 32 votes are trained and how a step's 16 are drawn: verl reorders the round's rollouts to
 #   balance tokens across GPUs (ray_trainer.py:974-989, _balance_batch before and after `_select_top_k_per_prompt`),
 #   so its "first 16" and each mini-batch depend on the completions' lengths; here the first 16 sampled are
 #   trained (an unbiased draw) and TRL shuffles a generation batch across its steps. Both mix prompts within a
 #   step; verl's choice leans on lengths, ours does not. Reproducing it needs verl's Karmarkar-Karp partitioner.
+#   In detail (trainer.balance_batch True in every log): the 4 x 32 votes, prompt-major (ray_trainer.py:1096),
+#   are cut into n_gpus partitions of equal count and balanced token sums (prompt + response lengths) by
+#   Karmarkar-Karp (ray_trainer.py:1104 -> seqlen_balancing.py:24-128 with equal_size), the partitions listed
+#   largest sum first (seqlen_balancing.py:55, 72), each in index order (seqlen_balancing.py:177); a stable sort
+#   by the prompt's dataset index (ray_trainer.py:1140-1141) keeps that order within a prompt, so the 16 trained
+#   (`_select_top_k_per_prompt`, ray_trainer.py:991-1000, called at 1160) are the prompt's votes in the
+#   first-listed partitions: all of its votes in partition 0, then partition 1's, ... until 16. The reward still
+#   sees all 32 (reward_manager/ttrl.py:129-162). After the cut the 64 trained are balanced again
+#   (ray_trainer.py:1182), each GPU takes its partition (in index order: prompt-major), and its mini-batches of
+#   4 are consecutive chunks of it (dp_actor.py:294-298, the multimodal path's `chunk`), so a step's 16 = 4 per GPU.
 # - old and reference log-probs: verl computes them on all 32 votes; only the 16 trained use them (no effect).
 TTRV_HYPERPARAMETERS = {
     "learning_rate": 5e-7,
@@ -392,11 +414,24 @@ def is_per_sample(name: str) -> bool:
     return bool(PRESETS[name] and PRESETS[name].get("per_sample"))
 
 
+# verl's update in TRL's trainer (the comment above TTRV_HYPERPARAMETERS says what each changes; adaptation/grpo.py
+# how). Defaults, where a preset sets none, are TRL's behaviour: trl_vllm_is_correction True, bias_corrected_kl
+# True, kl_clamp None, advantages "trl". A config applies the authors' protocol with these values (e.g.
+# adaptation.method_overrides.ttrv.hyperparameters); no preset sets them yet.
+VERL_UPDATE = {
+    "trl_vllm_is_correction": False,
+    "bias_corrected_kl": False,
+    "kl_clamp": 10.0,
+    "advantages": "verl",
+}
+
 # Keys every preset accepts though not every preset sets them.
 OPTIONAL_HYPERPARAMETERS = {
     "weight_decay", "max_grad_norm", "rollout_backend", "updates_per_generation", "freeze_vision", "n_votes",
     "micro_batch_size", "generation_batch_size", "gradient_checkpointing", "warmup_ratio", "lr_scheduler",
-    "lr_schedule_per", "loss_type", "dual_clip", "data_seed",
+    "lr_schedule_per", "loss_type", "dual_clip", "data_seed", *VERL_UPDATE,
+    # the `authors` protocol's (plan/protocols.py): the votes' parser ("robust" unless set) and the chat template
+    "answer_parser", "chat_template",
 }
 
 
