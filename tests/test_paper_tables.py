@@ -372,5 +372,6 @@ def test_each_table_says_whose_items_each_cell_scored():
     table1 = cells[(cells["paper"] == "ttrv") & (cells["table"].astype(str) == "1")]
     ran = table1[table1["status"] != "not run"].set_index(["method", "dataset"])["items"].to_dict()
     assert ran == {("zero-shot", "ImageNet"): "ours", ("zero-shot", "DTD"): "ttrv-authors", ("ttrv", "DTD"): "ttrv-authors"}
-    assert pt.items_notes(table1) == [f"items: {pt.ITEMS['ours']} for ImageNet",
-                                      f"items: {pt.ITEMS['ttrv-authors']} for DTD"]
+    assert pt.provenance_notes(table1) == [f"items: {pt.ITEMS['ours']} for ImageNet",
+                                           f"items: {pt.ITEMS['ttrv-authors']} for DTD",
+                                           f"protocol: {pt.PROTOCOLS['clean']} for ImageNet, DTD"]

@@ -57,12 +57,13 @@ def test_demo_grid_has_every_run_counted_by_hand():
 
 def test_each_job_carries_its_resolved_settings():
     plan = Plan(demo_with())
-    # MCQ evaluation: config evaluation.mcq (6 new tokens, every sample, the schema's default parser),
-    # the 20 adaptation samples held out
+    # MCQ evaluation: config evaluation.mcq (6 new tokens, every sample, the schema's default parser and
+    # template), the 20 adaptation samples held out; the protocol recorded with the scores
     assert plan.eval_flags("demo-digits") == (
-        "--max-new-tokens 6 --eval-samples all --exclude-adaptation-samples --choice-parser robust")
+        "--max-new-tokens 6 --eval-samples all --exclude-adaptation-samples --choice-parser robust "
+        "--chat-template model --protocol clean")
     assert plan.eval_flags("demo-digit-scenes") == (
-        "--max-new-tokens 64 --eval-samples 8 --exclude-adaptation-samples --empty-mask-iou zero")
+        "--max-new-tokens 64 --eval-samples 8 --exclude-adaptation-samples --empty-mask-iou zero --protocol clean")
     ttrv = plan.method_settings("ttrv")
     # the per-task layer (adaptation.hyperparameters.mcq) and the method's own override
     assert ttrv["hyperparameters"]["num_generations"] == 16 and ttrv["hyperparameters"]["learning_rate"] == 2.0e-4

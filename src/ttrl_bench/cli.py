@@ -137,23 +137,30 @@ def _method_spec(args) -> dict:
 
 def cmd_adapt(args) -> None:
     from .adaptation.grpo import adapt
+    from .datasets import authors_items
     from .datasets.registry import get_dataset
     from .evaluation.tasks import task_for
     from .generation.precision import adaptation_precision
+    from .models.families import use_chat_template
     from .models.loading import checkpoint_dtype, load_model
     from .runs.processes import process_state
     from .runs.provenance import provenance
 
     method = _method_spec(args)
+    hp = method.get("hyperparameters", {})
     out = Path(args.out)
     split = get_dataset(args.dataset).manifest_split
     samples = _adaptation_samples(Path(args.data), args.n_adapt, args.seed, args.sampling, split)
+    task = task_for(args.dataset, choice_parser=hp.get("answer_parser", "robust"))  # the votes' parser
+    if hp.get("chat_template", "model") == "authors" and task.family == "mcq":
+        samples = samples.assign(prompt=authors_items.authors_texts(samples))
     log.info("adapting %s with %s on %d %s samples of %s", args.model_name, args.method, len(samples), split,
              args.dataset)
     stored = checkpoint_dtype(args.model_source)
     model, processor = load_model(args.model_source, dtype="fp32")  # master weights, whatever is stored
+    log.info("chat template: %s", use_chat_template(processor, model.config, hp.get("chat_template", "model")))
     start = time.perf_counter()
-    train_log = adapt(model, processor, samples, Path(args.data), method, out, args.seed, task=task_for(args.dataset),
+    train_log = adapt(model, processor, samples, Path(args.data), method, out, args.seed, task=task,
                       save_dtype=stored, save_to=out / "model")
     seconds = time.perf_counter() - start
     if not process_state().is_main_process:
@@ -187,12 +194,15 @@ def _evaluation_set(data_dir: Path, args):
     """The test samples a table row is scored on, the same for every method of a dataset:
     MCQ: the test split minus the adaptation samples (if excluded); grounding: `--eval-samples`
     seeded test samples (VR-TTRL: 200 per split), which per-sample methods also adapt on."""
+    from .datasets import authors_items
     from .datasets.prepare import load_manifest
     from .datasets.sampling import select_adaptation_samples
     from .evaluation.tasks import task_for
 
     task = task_for(args.dataset, args.sam2, data_dir, args.empty_mask_iou, args.choice_parser, args.pass_k)
     test = load_manifest(data_dir, "test")
+    if getattr(args, "chat_template", "model") == "authors" and task.family == "mcq":
+        test = test.assign(prompt=authors_items.authors_texts(test))  # the text their template receives
     if task.family == "mcq" and args.exclude_adaptation_samples:
         # the authors' adaptation items are rows of their own (other options for the same image): held out by image
         column = "source_id" if "item_id" in test else "id"
@@ -223,7 +233,7 @@ def _eval_provenance(args, train_dataset: str, adapt_meta: dict) -> dict:
     if sampling:  # greedy runs keep their hash
         params["sampling"] = sampling
     return {**extra, "adapt_seconds": adapt_meta.get("adapt_seconds"), **({"sampling": sampling} if sampling else {}),
-            "items": _items_of(Path(args.data)), **provenance(params)}
+            "items": _items_of(Path(args.data)), "protocol": getattr(args, "protocol", "clean"), **provenance(params)}
 
 
 def _eval_sampling(args) -> dict | None:
@@ -243,6 +253,7 @@ def _eval_sampling(args) -> dict | None:
 def cmd_evaluate(args) -> None:
     from .evaluation.evaluate import timed_evaluation
     from .generation.backend import choose_backend
+    from .models.families import use_chat_template
     from .models.loading import checkpoint_dtype, load_model, resolve_model_source
 
     backend = choose_backend(args.backend, "evaluation.backend")  # before any work
@@ -257,14 +268,15 @@ def cmd_evaluate(args) -> None:
     adapt_meta = json.loads(Path(args.adapt_run).read_text()) if args.adapt_run else {}
     extra = _eval_provenance(args, args.train_dataset, adapt_meta)
     if backend == "vllm":
-        from transformers import AutoProcessor
+        from transformers import AutoConfig, AutoProcessor
 
         model = resolve_model_source(args.model_source)  # vLLM loads the weights itself
-        processor = AutoProcessor.from_pretrained(model)
+        processor, config = AutoProcessor.from_pretrained(model), AutoConfig.from_pretrained(model)
         dtype = checkpoint_dtype(args.model_source)  # vLLM's dtype "auto" reads config.json as HF does
     else:
         model, processor = load_model(args.model_source)
-        dtype = model.dtype
+        dtype, config = model.dtype, model.config
+    extra["chat_template"] = use_chat_template(processor, config, args.chat_template)
     # the precision the row was computed in: an adapted row and its zero-shot row must agree (issue 23 finding 1)
     extra["model_dtype"] = str(dtype).removeprefix("torch.")
     timed_evaluation(model, processor, samples, data_dir, task, Path(args.out), extra, args.max_new_tokens,
@@ -337,7 +349,7 @@ def cmd_render_tables(args) -> None:
     from .results.author_logs import shipped_runs
     from .results.provenance import flag_counts, provenance
     from .results.store import RUN_COLUMNS, read_table
-    from .results.tables import method_table, preparation_table, to_markdown
+    from .results.tables import method_table, preparation_table, rescoring_table, to_markdown
 
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -356,7 +368,7 @@ def cmd_render_tables(args) -> None:
         cells = comparison[(comparison["paper"] == paper) & (comparison["table"] == table)]
         stem = out / f"{paper}_table{table}"
         wide = pt.layout(cells)
-        notes = "".join(f"- {note}\n" for note in pt.metric_notes(cells) + pt.items_notes(cells))
+        notes = "".join(f"- {note}\n" for note in pt.metric_notes(cells) + pt.provenance_notes(cells))
         logs = pt.provenance_layout(cells)
         logs = ("" if logs.empty else "\n## Paper | the authors' log that gave the cell (results/provenance.py) | ours\n\n"
                 + to_markdown(logs, index=False))
@@ -390,6 +402,13 @@ def cmd_render_tables(args) -> None:
         + f"\n# TTRV Table 1: published vs ours ({agree} of {len(cells)} cells agree)\n\n"
         + to_markdown(cells, index=False)
     )
+    protocols = sorted(set(all_runs["protocol"].fillna("clean"))) if "protocol" in all_runs else ["clean"]
+    text = f"Protocol: {', '.join(pt.PROTOCOLS.get(p, p) for p in protocols) or pt.PROTOCOLS['clean']}\n\n" + text
+    rescored = rescoring_table(all_runs, read_table(db, "metrics"))
+    rescored.to_csv(out / "rescoring.csv", index=False)
+    if not rescored.empty:
+        text += ("\n# The same generations scored both ways: our parser and the TTRV authors' (parser, then verl's "
+                 "mean@n over prompt-text groups)\n\n" + to_markdown(rescored, index=False))
     grounding = runs[runs["metric"].isin(["box_giou", "giou"])]
     if not grounding.empty:
         # VR-TTRL Table 2 reports gIoU per split; box masks unless evaluation.grounding.sam2 is set
@@ -399,6 +418,45 @@ def cmd_render_tables(args) -> None:
     (out / "ttrv_table1_layout.md").write_text(text)
     total = fidelity.iloc[-1]
     log.info("tables written to %s (%d of %d published cells agree with ours)", out, total["agrees"], total["cells"])
+
+
+def cmd_prompt(args) -> None:
+    """The exact prompt one item of a prepared dataset is given under a config's protocol."""
+    from PIL import Image
+    from transformers import AutoConfig, AutoProcessor
+
+    from .datasets import authors_items
+    from .datasets.prepare import load_manifest
+    from .evaluation.evaluate import rendered_prompt
+    from .plan import load_config
+    from .plan.grid import Plan
+
+    config = load_config(*args.configfiles)
+    plan = Plan(config, args.results)
+    if args.model not in plan.models:
+        raise ValueError(f"--model {args.model}: not a model of the config; known: {', '.join(plan.models)}")
+    data_dir = Path(args.results) / "data" / args.dataset
+    manifest = load_manifest(data_dir, "test")
+    match = manifest[(manifest["id"] == args.item) | (manifest.get("item_id", manifest["id"]).astype(str) == args.item)]
+    if match.empty:
+        raise ValueError(f"--item {args.item}: no test item of {data_dir / 'manifest.parquet'} has this id or item_id")
+    row = match.iloc[[0]]
+    template = config["evaluation"]["mcq"]["chat_template"]
+    text = authors_items.authors_texts(row)[0] if template == "authors" else row.iloc[0]["prompt"]
+    source = plan.models[args.model]["source"]
+    with Image.open(data_dir / row.iloc[0]["image"]) as image:
+        print(rendered_prompt(AutoProcessor.from_pretrained(source), AutoConfig.from_pretrained(source), text,
+                              image.convert("RGB"), template, row.iloc[0].get("system")))
+
+
+def cmd_rescore(args) -> None:
+    from .datasets.prepare import load_manifest
+    from .evaluation.evaluate import rescore
+
+    manifest = load_manifest(Path(args.data)) if args.data else None
+    for eval_dir in args.eval_dirs:
+        scores = rescore(Path(eval_dir), manifest)
+        print(f"{eval_dir}: " + ", ".join(f"{k} {v:.2f}" for k, v in scores.items()))
 
 
 def cmd_plot_figures(args) -> None:
@@ -571,8 +629,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--sam2", help="SAM2 checkpoint directory: grounding masks from the predicted boxes and points")
         p.add_argument("--empty-mask-iou", choices=["zero", "one", "skip"], default="zero",
                        help="gIoU of a both-empty sample (config evaluation.grounding.empty_mask_iou)")
-        p.add_argument("--choice-parser", choices=["robust", "ttrv"], default="robust",
+        p.add_argument("--choice-parser", choices=["robust", "ttrv", "authors"], default="robust",
                        help="how option letters are read (config evaluation.mcq.choice_parser)")
+        p.add_argument("--chat-template", choices=["model", "authors"], default="model",
+                       help="the checkpoint's chat template or the TTRV authors' (config evaluation.mcq.chat_template)")
+        p.add_argument("--protocol", choices=["clean", "authors"], default="clean",
+                       help="the config's protocol, recorded with the scores for the tables (config protocol)")
         p.add_argument("--temperature", type=float, default=0.0,
                        help="sampling temperature; 0 = greedy (config evaluation.math.temperature)")
         p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (config evaluation.math.top_p)")
@@ -638,6 +700,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check-sandbox", help="does the T3RL verifier's sandbox (bubblewrap) work on this node?")
     p.set_defaults(func=cmd_check_sandbox)
+
+    p = sub.add_parser("prompt", help="the exact prompt (chat template, image tokens counted) an item is given")
+    p.add_argument("configfiles", nargs="+", help="the config file(s), merged in order as snakemake merges them")
+    p.add_argument("--dataset", required=True, help="a prepared dataset (results/data/<dataset>)")
+    p.add_argument("--item", required=True, help="the item's id, or the authors' item id")
+    p.add_argument("--model", required=True, help="a model name of the config")
+    p.add_argument("--results", default="results", help="the results tree the dataset was prepared in")
+    p.set_defaults(func=cmd_prompt, rerun=False)
+
+    p = sub.add_parser("rescore", help="score stored MCQ predictions again under both parsers and verl's mean@n")
+    p.add_argument("eval_dirs", nargs="+", help="evaluation directories (predictions.parquet + metrics.json)")
+    p.add_argument("--data", help="the prepared dataset, for predictions stored without their prompt text")
+    p.set_defaults(func=cmd_rescore, rerun=False)
 
     p = sub.add_parser("plot-figures", parents=[names], help="step 4c: figures (PNG + PDF)")
     p.add_argument("--db", required=True, help="the DuckDB store (results/benchmark.duckdb)")

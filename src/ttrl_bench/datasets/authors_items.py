@@ -197,6 +197,16 @@ def item_options(prompt: str) -> list[str]:
     return options
 
 
+def authors_texts(samples: pd.DataFrame) -> list[str]:
+    """The text after the image as the authors' template receives it (protocol `authors`): their item's
+    prompt after "<image>", verbatim (" \\n Look at ..."); for an item of ours, our prompt after the
+    " \\n" every one of their items starts with. verl splits the prompt at "<image>" into the image and
+    this text (their rl_dataset.py `_build_messages`), as TRL puts the image before the user text."""
+    theirs = samples["authors_prompt"] if "authors_prompt" in samples else [None] * len(samples)
+    return [p.split(_IMAGE_TOKEN, 1)[1] if isinstance(p, str) and _IMAGE_TOKEN in p else " \n" + ours
+            for p, ours in zip(theirs, samples["prompt"])]
+
+
 def relative_path(image_path: str) -> str:
     """The authors' path without their home folder: "dtd/images/bumpy/bumpy_0092.jpg"."""
     return image_path.removeprefix(AUTHORS_ROOT)

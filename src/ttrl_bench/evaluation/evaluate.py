@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pandas as pd
 from PIL import Image
 from tqdm import tqdm
 
-from ..generation.hf import generate_greedy, generate_sampled
+from ..generation.hf import chat_prompt, generate_greedy, generate_sampled
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,13 @@ def evaluate_model(model, processor, samples: pd.DataFrame, image_root: Path, ta
                        if ok else [])
         raw.extend(next(outputs) if error is None else empty for _, error in decoded)
         errors.extend(error for _, error in decoded)
-    return predictions_frame(raw, samples, task, errors)
+    frame = predictions_frame(raw, samples, task, errors)
+    # the text each item was given, through the chat template (one placeholder per image: `ttrl-bench prompt`
+    # shows the processor's expansion)
+    if hasattr(processor, "apply_chat_template"):
+        systems = samples["system"] if "system" in samples else [None] * len(samples)
+        frame["chat_prompt"] = [chat_prompt(processor, p, s) for p, s in zip(samples["prompt"], systems)]
+    return frame
 
 
 def _generate(model, processor, prompts, images, max_new_tokens, batch_size, systems, sampling=None) -> list:
@@ -127,3 +134,42 @@ def timed_evaluation(model, processor, samples, image_root, task, out_dir, extra
     predictions = evaluate_model(model, processor, samples, image_root, task, max_new_tokens, batch_size, vllm_settings,
                                  sampling)
     return write_evaluation(predictions, task, out_dir, extra, time.perf_counter() - start)
+
+
+def rendered_prompt(processor, config, text: str, image, chat_template: str = "model", system: str | None = None) -> str:
+    """The exact prompt an item is given, as the model's tokens decode (special tokens kept), each run of
+    an image placeholder token written once with its count ("<IMG_CONTEXT>x3328"): what a log's
+    `[prompt]` line shows, for `ttrl-bench prompt`."""
+    from ..generation.hf import chat_prompt
+    from ..models.families import placeholder_token_ids, use_chat_template
+
+    use_chat_template(processor, config, chat_template)
+    ids = processor(text=[chat_prompt(processor, text, system)], images=[image], return_tensors="pt")["input_ids"][0]
+    decoded = processor.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    for token in processor.tokenizer.convert_ids_to_tokens(placeholder_token_ids(config)):
+        decoded = re.sub(f"(?:{re.escape(token)})+", lambda m, t=token: f"{t}x{len(m.group(0)) // len(t)}", decoded)
+    return decoded
+
+
+def rescore(eval_dir: Path, manifest: pd.DataFrame | None = None) -> dict:
+    """A stored MCQ evaluation scored again under both parsers and the authors' metric (tasks.rescored_metrics),
+    from its predictions.parquet, without generating; its metrics.json gains those metrics. Predictions written
+    before they kept their prompt text and options take them from the prepared `manifest` by sample id."""
+    from .tasks import rescored_metrics
+
+    predictions = pd.read_parquet(eval_dir / "predictions.parquet")
+    if "prompt_text" not in predictions and manifest is not None:
+        known = manifest.set_index("id")
+        missing = sorted(set(predictions["id"]) - set(known.index))
+        if missing:
+            raise ValueError(f"{eval_dir}: {len(missing)} predicted sample(s) are not in the manifest, e.g. {missing[:3]}")
+        predictions = predictions.assign(prompt_text=list(known.loc[predictions["id"], "prompt"]),
+                                         options=[list(o) for o in known.loc[predictions["id"], "options"]])
+    rescored = rescored_metrics(predictions)
+    if not rescored:
+        raise ValueError(f"{eval_dir}: predictions without prompt text and options (an MCQ evaluation's; "
+                         "give the prepared dataset with --data)")
+    summary = json.loads((eval_dir / "metrics.json").read_text())
+    summary["metrics"] = {**summary["metrics"], **rescored}
+    (eval_dir / "metrics.json").write_text(json.dumps(summary, indent=2, default=str))
+    return rescored

@@ -17,9 +17,10 @@ and inside it the last \\boxed{...} ("so \\boxed{C}." and "\\boxed{\\text{C}}" -
 A letter that is not among the options, several different letters at one level, or nothing above
 -> None (counted as a parse failure and scored wrong).
 
-TTRV's own parser, `ttrv_choice` (config evaluation.mcq.choice_parser: ttrv), reads the article
-in "a dog" as option A, so it is not the default: TTRV's prompts ask for the letter alone, and on
-such outputs the two agree.
+TTRV's own parser, `authors_answer` (config evaluation.mcq.choice_parser: authors, the `authors` protocol),
+reads the article in "a dog" as option A and keeps an unreadable output's text as its answer, so it is not
+the default: TTRV's prompts ask for the letter alone, and on such outputs the two agree. `ttrv_choice`
+(choice_parser: ttrv) is the same reading with unreadable outputs as parse failures.
 
 `extract_short_answer` reads free-form answers (questions without options): in the answer region, a
 \\boxed{...} value, else what follows "answer is" / "Answer:", else the whole region.
@@ -98,18 +99,36 @@ def extract_choice(text: str | None, options: list[str]) -> str | None:
 _TTRV_LETTER = re.compile(r"\b(A|B|C|D)\b")
 
 
+def authors_answer(text: str | None) -> str:
+    """The TTRV authors' answer to an MCQ output, as their votes and their evaluation read it
+    (Akshit21112002/TTRV verl/utils/reward_score/ttrl/qwen/qwen_math_parser.py `choice_answer_clean_gpqa`,
+    reached through auto_extract's task "gpqa"; auto_extract turns None into ""): the output stripped of
+    newlines, a final "." and "/", blanks and a leading ":"; then the last standalone A-D of its upper-cased
+    text, else the stripped text itself (so "it is a dog" -> "A", "." -> "", an unreadable output -> its text:
+    two different such outputs are two different answers)."""
+    cleaned = (text or "").strip("\n").rstrip(".").rstrip("/").strip(" ").lstrip(":")
+    letters = _TTRV_LETTER.findall(cleaned.upper())
+    answer = letters[-1] if letters else cleaned.strip().strip(".")
+    return answer.rstrip(".").rstrip("/")
+
+
+def authors_correct(answer: str | None, gold: str) -> bool:
+    """The authors' grading of an extracted answer (qwen_eval.py `qwen_reward_fn_gpqa`: extract again, then
+    grader.py `grade_answer`): a letter equals a letter; an option-text gold (MathVerse's 34) compares by
+    normal form (math_answers.normalize_math_answer, our Hendrycks-style reading of grade_answer)."""
+    from .math_answers import normalize_math_answer
+
+    again = authors_answer(answer)
+    return again == str(gold).strip() or (bool(again) and normalize_math_answer(again) == normalize_math_answer(str(gold)))
+
+
 def ttrv_choice(text: str | None, options: list[str]) -> str | None:
-    """Akshit21112002/TTRV verl/utils/reward_score/ttrl/qwen/qwen_math_parser.py
-    `choice_answer_clean_gpqa` (task "gpqa" of auto_extract): the last standalone A-D of the
-    upper-cased output ("I think a cat. B" -> "B", "it is a dog" -> "A"); without one, the
-    stripped output itself is the answer, which matches a gold letter only when it is one ("E").
-    Here an output that is no valid letter is None (TTRV keeps its text as an answer value)."""
+    """`authors_answer` where it is a valid option letter, else None (an unparsable output: config
+    evaluation.mcq.choice_parser ttrv counts it as a parse failure where the authors keep its text)."""
     if not text:
         return None
-    cleaned = text.strip("\n").rstrip(".").rstrip("/").strip(" ").lstrip(":")
-    letters = _TTRV_LETTER.findall(cleaned.upper())
-    answer = letters[-1] if letters else cleaned.strip().strip(".").rstrip("/")
-    return answer if answer in OPTION_LETTERS[: len(options)] else None
+    answer = authors_answer(text)
+    return answer if answer and answer in OPTION_LETTERS[: len(options)] else None
 
 
 _ANSWER_IS = re.compile(r"(?i:answer)\s*(?i:is)?\s*[:\-]?\s*(.+)")

@@ -17,6 +17,23 @@ def accuracy(preds: Sequence, golds: Sequence) -> float:
     return 100.0 * sum(p is not None and p == g for p, g in zip(preds, golds)) / len(golds)
 
 
+def verl_mean_at(prompts: Sequence[str], values: Sequence[float]) -> dict[int, float]:
+    """verl's validation means as the TTRV authors' logs report them (their fork's trainer/ppo/metric_utils.py
+    `process_validation_metrics`): items grouped by prompt text, each group's mean, then for every group
+    size n the mean over the groups of that size, `mean@n`. Their trainer logs the largest n as val-core
+    (ray_trainer.py `_validate`) and the others as val-aux; a published cell may be either (TTRV's MathVerse
+    cells are mean@1: the 975 prompts asked once of 1,699). Values in percent, as `values` are 0/1 or scores x 100."""
+    if len(prompts) != len(values) or not prompts:
+        raise ValueError(f"verl_mean_at: {len(prompts)} prompts for {len(values)} values")
+    groups: dict[str, list[float]] = {}
+    for prompt, value in zip(prompts, values):
+        groups.setdefault(prompt, []).append(float(value))
+    by_size: dict[int, list[float]] = {}
+    for group in groups.values():
+        by_size.setdefault(len(group), []).append(sum(group) / len(group))
+    return {n: sum(means) / len(means) for n, means in sorted(by_size.items())}
+
+
 def smape_score(preds: Sequence[float | None], golds: Sequence[float]) -> float:
     """1 - sMAPE in [0, 1] (Capture, TTRV Appendix A), sMAPE as CAPTURe's compute_smape.py
     (atinpothiraj/CAPTURe, `compute_mape`, now eval.py): the mean over samples of

@@ -12,9 +12,17 @@ import pandas as pd
 
 from ..datasets.registry import get_dataset
 from ..rewards import grounding
-from .extraction import answer_region, extract_choice, extract_short_answer, short_answers_match, ttrv_choice
+from .extraction import (
+    answer_region,
+    authors_answer,
+    authors_correct,
+    extract_choice,
+    extract_short_answer,
+    short_answers_match,
+    ttrv_choice,
+)
 from .math_answers import answer_text, letters_of, normalize_math_answer, numbers_close
-from .metrics import giou_ciou_from_counts, mme_score, pass_at_k, smape_score
+from .metrics import giou_ciou_from_counts, mme_score, pass_at_k, smape_score, verl_mean_at
 
 
 class MCQTask:
@@ -28,12 +36,16 @@ class MCQTask:
     primary = "accuracy"
 
     def __init__(self, choice_parser: str = "robust"):
-        # config evaluation.mcq.choice_parser: "robust" = extract_choice, "ttrv" = TTRV's parser
-        if choice_parser not in ("robust", "ttrv"):
-            raise ValueError(f"evaluation.mcq.choice_parser must be 'robust' or 'ttrv', got {choice_parser!r}")
-        self.choose = extract_choice if choice_parser == "robust" else ttrv_choice
+        # config evaluation.mcq.choice_parser: "robust" = extract_choice, "ttrv" = TTRV's letters, unreadable
+        # outputs as failures; "authors" = TTRV's parser and grading as their votes and evaluation use them
+        if choice_parser not in CHOICE_PARSERS:
+            raise ValueError(f"evaluation.mcq.choice_parser must be one of {', '.join(CHOICE_PARSERS)}, got {choice_parser!r}")
+        self.choice_parser = choice_parser
+        self.choose = ttrv_choice if choice_parser == "ttrv" else extract_choice
 
     def parse(self, text: str, row: dict):
+        if self.choice_parser == "authors":  # a letter, or the output's own text: never None
+            return authors_answer(text)
         options = list(row["options"])
         return self.choose(text, options) if options else extract_short_answer(text)
 
@@ -41,6 +53,8 @@ class MCQTask:
         return row["answer"]
 
     def score(self, parsed, gold) -> float:
+        if self.choice_parser == "authors":
+            return float(authors_correct(parsed, gold))
         return float(short_answers_match(parsed, gold))
 
     def format_rewards(self, texts: list[str], **format_params) -> list[float]:
@@ -48,10 +62,36 @@ class MCQTask:
 
     def prediction_columns(self, parsed: list, samples: pd.DataFrame) -> dict:
         gold = list(samples["answer"])
-        return {"parsed": parsed, "gold": gold, "correct": [short_answers_match(p, g) for p, g in zip(parsed, gold)]}
+        columns = {"parsed": parsed, "gold": gold, "correct": [bool(self.score(p, g)) for p, g in zip(parsed, gold)]}
+        if {"prompt", "options"} <= set(samples):  # the text each item was given and its options, for rescoring
+            columns.update(prompt_text=list(samples["prompt"]), options=[list(o) for o in samples["options"]])
+        return columns
 
     def metrics(self, predictions: pd.DataFrame) -> dict[str, float]:
-        return {"accuracy": 100 * float(predictions["correct"].mean())}
+        return {"accuracy": 100 * float(predictions["correct"].mean()), **rescored_metrics(predictions)}
+
+
+# How option letters are read (config evaluation.mcq.choice_parser; the protocols set it).
+CHOICE_PARSERS = ("robust", "ttrv", "authors")
+
+
+def rescored_metrics(predictions: pd.DataFrame) -> dict[str, float]:
+    """The same generations scored both ways (issue 34): our parser's accuracy, the TTRV authors' parser's,
+    and the authors' metric, verl's mean@n over prompt-text groups (metrics.verl_mean_at: `authors_mean@1`,
+    and `authors_mean@max` for the largest group size, their val-core). Empty for predictions written
+    before these columns existed (`ttrl-bench rescore` needs `prompt_text` and `options`)."""
+    if not {"raw_output", "gold", "options", "prompt_text"} <= set(predictions):
+        return {}
+    rows = predictions.to_dict("records")
+    ours = [short_answers_match(extract_choice(r["raw_output"], list(r["options"])) if len(r["options"])
+                                else extract_short_answer(r["raw_output"]), r["gold"]) for r in rows]
+    theirs = [authors_correct(authors_answer(r["raw_output"]), r["gold"]) for r in rows]
+    means = verl_mean_at([r["prompt_text"] for r in rows], [100.0 * t for t in theirs])
+    out = {"accuracy_robust_parser": 100 * sum(ours) / len(rows), "accuracy_authors_parser": 100 * sum(theirs) / len(rows),
+           "authors_mean@max": means[max(means)], "authors_max_group": float(max(means))}
+    if 1 in means:
+        out["authors_mean@1"] = means[1]
+    return out
 
 
 class MMETask(MCQTask):

@@ -155,6 +155,42 @@ def chat_template(image_part: str) -> str:
     )
 
 
+# The chat templates the TTRV authors' verl fork gives a family (protocol `authors`, config
+# evaluation.mcq.chat_template / adaptation.hyperparameters.mcq.chat_template: authors). InternVL:
+# Akshit21112002/TTRV verl/verl/utils/tokenizer.py `hf_tokenizer` replaces the tokenizer's template for
+# model_type "internvl*" by one with no newline after the role or the turn end and no system prompt,
+# the image as the family's placeholder (their log: "<|im_start|>user<img>...</img> \nwhich of these define
+# dairy item ...<|im_end|><|im_start|>assistant"). Every other family keeps its own template (their
+# `hf_processor` returns AutoProcessor's): Qwen2.5-VL's, whose default system turn their Qwen runs saw too.
+# Qwen3-VL was never run by them: its own template, not a known one of theirs.
+AUTHORS_IMAGE_PLACEHOLDER = {"internvl": "<IMG_CONTEXT>"}
+CHAT_TEMPLATES = ("model", "authors")
+
+
+def authors_chat_template(image_placeholder: str) -> str:
+    return (
+        "{% for message in messages %}<|im_start|>{{ message['role'] }}"
+        "{% if message['content'] is string %}{{ message['content'] }}"
+        "{% else %}{% for part in message['content'] %}"
+        "{% if part['type'] == 'image' %}" + image_placeholder + "{% elif part['type'] == 'text' %}{{ part['text'] }}"
+        "{% endif %}{% endfor %}{% endif %}<|im_end|>{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant{% endif %}"
+    )
+
+
+def use_chat_template(processor, config, which: str) -> str:
+    """Set the chat template a protocol asks for on a loaded processor: "model" keeps the checkpoint's,
+    "authors" the TTRV authors' for this family (config.model_type), where they set one. Returns what
+    the prompts now go through, for the run's log."""
+    if which not in CHAT_TEMPLATES:
+        raise ValueError(f"chat template must be one of {', '.join(CHAT_TEMPLATES)}, got {which!r}")
+    family_name = next((f for f in AUTHORS_IMAGE_PLACEHOLDER if config.model_type.startswith(f)), None)
+    if which == "model" or family_name is None:
+        return f"{config.model_type}'s own"
+    processor.chat_template = authors_chat_template(AUTHORS_IMAGE_PLACEHOLDER[family_name])
+    return f"the TTRV authors' {family_name} template"
+
+
 def _text_config(ids: dict, vocab_size: int, hidden: int, layers: int, **extra) -> dict:
     return {
         "vocab_size": vocab_size,

@@ -42,6 +42,9 @@ def schema_error(error: jsonschema.ValidationError) -> str:
 def validated(config: dict, schema_path: Path = SCHEMA) -> dict:
     """`config` checked against the schema, its defaults filled in (in place); ValueError naming
     the key of the most relevant error."""
+    from .protocols import apply_protocol
+
+    apply_protocol(config)  # the protocol's keys first: the schema's defaults fill only what is left
     schema = yaml.safe_load(Path(schema_path).read_text())
     validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(config))

@@ -183,9 +183,10 @@ class Plan:
         flags = [f"--max-new-tokens {per_task['max_new_tokens']}", f"--eval-samples {per_task['samples']}"]
         if self.config["evaluation"]["exclude_adaptation_samples"]:
             flags.append("--exclude-adaptation-samples")
-        for key in ("sam2", "empty_mask_iou", "choice_parser"):
+        for key in ("sam2", "empty_mask_iou", "choice_parser", "chat_template"):
             if per_task.get(key):
                 flags.append(f"--{key.replace('_', '-')} {per_task[key]}")
+        flags.append(f"--protocol {self.config['protocol']}")
         if section == "math":  # ECHO: pass@k of sampled completions at the validation temperature
             flags.append(f"--temperature {per_task['temperature']} --top-p {per_task['top_p']} "
                          f"--n-samples {per_task['n_samples']} --pass-k {','.join(map(str, per_task['pass_k']))}")

@@ -134,21 +134,23 @@ TABLES = {
 }
 
 _RUN_KEYS = ["run_id", "model", "method", "train_dataset", "target_dataset", "n_adapt", "sampling", "seed"]
-_OUT = [*KEY, "ours", "our_metric", "low", "high", "items"]
+# whose test items a cell scored and under which protocol (results from before these columns: ours, clean)
+PROVENANCE = {"items": "ours", "protocol": "clean"}
+_OUT = [*KEY, "ours", "our_metric", "low", "high", *PROVENANCE]
 
 
 def _long_runs(runs: pd.DataFrame, metrics: pd.DataFrame, model_names: dict, dataset_names: dict) -> pd.DataFrame:
     """One row per (run, our metric), models and datasets under the papers' names."""
     if runs.empty:
-        return pd.DataFrame(columns=[*_RUN_KEYS, "n", "items", "train", "target", "our_metric", "value"])
+        return pd.DataFrame(columns=[*_RUN_KEYS, "n", *PROVENANCE, "train", "target", "our_metric", "value"])
     scores = metrics if not metrics.empty else runs[["run_id", "metric", "value"]]
     # zero-shot adapts nothing: 0 s per image (VR-TTRL Table 8, "0 updates")
     seconds = runs["seconds_per_sample"] if "seconds_per_sample" in runs else pd.Series(float("nan"), runs.index)
     seconds = seconds.where(runs["method"] != "zero-shot", 0.0)
     per_sample = pd.DataFrame({"run_id": runs["run_id"], "metric": "seconds_per_sample", "value": seconds})
     runs = runs if "n" in runs else runs.assign(n=math.nan)  # test items behind each score
-    runs = runs.assign(items=runs["items"].fillna("ours")) if "items" in runs else runs.assign(items="ours")
-    long = runs[[*_RUN_KEYS, "n", "items"]].merge(pd.concat([scores[["run_id", "metric", "value"]], per_sample]).dropna(), on="run_id")
+    runs = runs.assign(**{c: runs[c].fillna(d) if c in runs else d for c, d in PROVENANCE.items()})
+    long = runs[[*_RUN_KEYS, "n", *PROVENANCE]].merge(pd.concat([scores[["run_id", "metric", "value"]], per_sample]).dropna(), on="run_id")
     return long.assign(
         model=long["model"].map(model_names).fillna(long["model"]),
         train=long["train_dataset"].map(dataset_names).fillna(long["train_dataset"]),
@@ -186,7 +188,7 @@ def _score_cells(key, spec: Table, cells: pd.DataFrame, long: pd.DataFrame, main
                 continue
             agg = found.groupby(["model", "dataset"], as_index=False).agg(
                 ours=("value", SEED_AGGREGATE.get(metric, "mean")), our_metric=("our_metric", "first"),
-                items=("items", lambda s: "+".join(sorted(set(s)))))
+                **{c: (c, _joined) for c in PROVENANCE})
             bounds = [interval(group["value"], group["n"].mean(), metric)
                       for _, group in found.groupby(["model", "dataset"])]  # same order as agg's rows
             agg[["low", "high"]] = pd.DataFrame(bounds, columns=["low", "high"]) if bounds else None
@@ -242,7 +244,7 @@ def _means(cells: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
                     rows.append({"paper": paper, "table": table, "model": model, "method": method, "dataset": name,
                                  "metric": metric, "ours": values["ours"].mean(),
                                  "our_metric": values["our_metric"].iloc[0],
-                                 "items": "+".join(sorted(set("+".join(values["items"].dropna()).split("+")) - {""})),
+                                 **{c: _joined(values[c]) for c in PROVENANCE},
                                  "low": values["ours"].mean() - Z95 * se, "high": values["ours"].mean() + Z95 * se})
     return pd.DataFrame(rows, columns=_OUT)
 
@@ -294,7 +296,7 @@ def compare(published: pd.DataFrame, ours: pd.DataFrame, provenance: pd.DataFram
         merged = merged.merge(provenance.drop(columns="value"), on=KEY, how="left")
     merged["delta"] = merged["ours"] - merged["paper_value"]
     merged["status"] = merged.apply(_status, axis=1) if len(merged) else []
-    return merged[[*KEY, "paper_value", "ours", "low", "high", "our_metric", "delta", "status", "items", *extra]]
+    return merged[[*KEY, "paper_value", "ours", "low", "high", "our_metric", "delta", "status", *PROVENANCE, *extra]]
 
 
 def _number(value: float, metric: str) -> str:
@@ -364,19 +366,28 @@ def summary_line(comparison: pd.DataFrame) -> str:
             "ours ±half our 95% interval / paper (ours - paper, status).")
 
 
+def _joined(values: pd.Series) -> str:
+    """The distinct values behind a cell, "+"-joined ("ours+ttrv-authors" for a Mean over both)."""
+    return "+".join(sorted({part for v in values.dropna() for part in str(v).split("+")}))
+
+
 ITEMS = {"ttrv-authors": "the TTRV authors' own (Akshit21112002/TTRV verl/data: their prompts, options, "
                          "answers and adaptation samples)",
          "ours": "ours (our own conversion: distractors, prompts and adaptation samples drawn here)"}
+PROTOCOLS = {"authors": "authors (the TTRV authors' template, parser and evaluation budget; verl's update)",
+             "clean": "clean (ours: the checkpoint's template, our parser; plan/protocols.py)"}
 
 
-def items_notes(comparison: pd.DataFrame) -> list[str]:
-    """Whose test items each cell scored, e.g. "items: the TTRV authors' own ... for AI2D, DTD"."""
-    done = comparison[(comparison["status"] != "not run") & comparison["items"].notna()] if "items" in comparison \
-        else comparison.iloc[:0]
+def provenance_notes(comparison: pd.DataFrame) -> list[str]:
+    """Whose test items each cell scored and under which protocol, e.g. "items: the TTRV authors' own ...
+    for AI2D, DTD"; "protocol: authors (...) for AI2D, DTD"."""
     notes = []
-    for items, group in done.groupby("items"):
-        names = " and ".join(ITEMS.get(i, i) for i in items.split("+"))
-        notes.append(f"items: {names} for {', '.join(dict.fromkeys(group['dataset']))}")
+    for column, names in (("items", ITEMS), ("protocol", PROTOCOLS)):
+        done = comparison[(comparison["status"] != "not run") & comparison[column].notna()] if column in comparison \
+            else comparison.iloc[:0]
+        for value, group in done.groupby(column):
+            described = " and ".join(names.get(v, v) for v in value.split("+"))
+            notes.append(f"{column}: {described} for {', '.join(dict.fromkeys(group['dataset']))}")
     return notes
 
 

@@ -28,10 +28,11 @@ PUBLISHED_CSV = files("ttrl_bench.results") / "data" / "published.csv"
 RUN_COLUMNS = (
     "run_id", "model", "method", "train_dataset", "target_dataset", "n_adapt", "sampling", "seed", "metric",
     "value", "n", "n_unparsable", "eval_seconds", "adapt_seconds", "seconds_per_sample", "config_hash",
-    "git_revision", "versions", "items",
+    "git_revision", "versions", "items", "protocol",
 )
-# absent for zero-shot rows; `items` (whose test items: "ttrv-authors" or "ours") absent before 2026-11-26
-OPTIONAL_RUN_COLUMNS = {"adapt_seconds", "seconds_per_sample", "items"}
+# absent for zero-shot rows; `items` (whose test items: "ttrv-authors" or "ours") and `protocol` ("clean" or
+# "authors") absent from runs evaluated before 2026-11-26
+OPTIONAL_RUN_COLUMNS = {"adapt_seconds", "seconds_per_sample", "items", "protocol"}
 PREP_COLUMNS = ("dataset", "original", "kept", "resolution_rule")
 
 

@@ -68,6 +68,31 @@ def preparation_table(prep_stats: pd.DataFrame, published: pd.DataFrame, dataset
                                        "paper used"])
 
 
+RESCORED = {"accuracy_robust_parser": "ours: our parser, accuracy",
+            "accuracy_authors_parser": "the authors' parser, accuracy",
+            "authors_mean@1": "the authors' parser, verl mean@1",
+            "authors_mean@max": "the authors' parser, verl mean@max"}
+
+
+def rescoring_table(runs: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
+    """The same generations scored both ways (evaluation/tasks.py `rescored_metrics`), one row per MCQ run:
+    our parser's accuracy, the TTRV authors' parser's, their verl mean@1 and mean@max (with the largest
+    group's size), and how much of a gain is answer format: authors' accuracy minus ours."""
+    empty = pd.DataFrame(columns=["model", "method", "dataset", *RESCORED.values(), "largest group", "authors - ours"])
+    if metrics.empty or runs.empty:
+        return empty
+    wide = metrics[metrics["metric"].isin([*RESCORED, "authors_max_group"])].pivot_table(
+        index="run_id", columns="metric", values="value", aggfunc="first")
+    if wide.empty or "accuracy_robust_parser" not in wide:
+        return empty
+    keys = runs.drop_duplicates("run_id").set_index("run_id")[["model", "method", "target_dataset"]]
+    table = keys.join(wide, how="inner").rename(columns={"target_dataset": "dataset", **RESCORED,
+                                                         "authors_max_group": "largest group"})
+    table["authors - ours"] = table[RESCORED["accuracy_authors_parser"]] - table[RESCORED["accuracy_robust_parser"]]
+    columns = ["model", "method", "dataset", *[c for c in RESCORED.values() if c in table], "largest group", "authors - ours"]
+    return table.reset_index(drop=True)[columns].sort_values(["model", "dataset", "method"]).reset_index(drop=True)
+
+
 def to_markdown(frame: pd.DataFrame, index: bool = True, digits: int = 2) -> str:
     """A GitHub-flavoured Markdown table; missing values print as "–"."""
     frame = frame.reset_index() if index else frame
