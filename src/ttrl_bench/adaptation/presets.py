@@ -416,8 +416,8 @@ def is_per_sample(name: str) -> bool:
 
 # verl's update in TRL's trainer (the comment above TTRV_HYPERPARAMETERS says what each changes; adaptation/grpo.py
 # how). Defaults, where a preset sets none, are TRL's behaviour: trl_vllm_is_correction True, bias_corrected_kl
-# True, kl_clamp None, advantages "trl". A config applies the authors' protocol with these values (e.g.
-# adaptation.method_overrides.ttrv.hyperparameters); no preset sets them yet.
+# True, kl_clamp None, advantages "trl". The `authors` protocol (plan/protocols.py; config/ttrv.yaml, dare.yaml)
+# sets these values for every mcq method; no preset sets them.
 VERL_UPDATE = {
     "trl_vllm_is_correction": False,
     "bias_corrected_kl": False,
