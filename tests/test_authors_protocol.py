@@ -166,3 +166,8 @@ def test_rescore_scores_stored_predictions_again_from_the_manifest(tmp_path):
     assert stored["value"] == 75.0 and stored["metrics"]["accuracy_authors_parser"] == 75.0
     with pytest.raises(ValueError, match="not in the manifest"):
         rescore(tmp_path, manifest[manifest["id"] != "s4"])
+
+
+def test_the_protocols_doc_lists_every_setting():
+    doc = (Path(__file__).parents[1] / "docs" / "protocols.md").read_text()
+    assert [".".join(path) for path, *_ in SETTINGS if f"`{'.'.join(path)}`" not in doc] == []

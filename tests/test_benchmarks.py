@@ -57,3 +57,25 @@ def test_gpu_benchmark_predicts_each_job_and_skips_what_cannot_fit():
     assert gpu.skip_reason(predicted, 40.0).startswith(f"skipped: predicted peak {predicted:.1f} GB > the GPU's 40.0 GB")
     assert gpu.predicted_peak_gb("tiny-internvl", "internvl", "ttrv", hp) != gpu.predicted_peak_gb(
         "tiny-internvl", "internvl", "ttrv", hp)  # NaN: the plan ships no config of the tiny models
+
+
+def test_parser_gap_scores_logged_responses_by_both_parsers(tmp_path):
+    """Two logged pairs in the authors' log format (Ray's prefix, colour codes) for DTD's test item "0" (gold C,
+    "polka-dotted / knitted / bumpy / woven"): "]C" is C to their parser (a standalone letter) and nothing to
+    ours; " C. bumpy" is C to both. A prompt of no item of theirs is left out."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import parser_gap
+
+    from ttrl_bench.datasets import authors_items
+
+    item = authors_items.load_list("dtd", "test")[0]
+    text = item["prompt"].split("<image>", 1)[1]
+    prefix = "\x1b[36m(TaskRunner pid=1)\x1b[0m "
+    blocks = [f"[prompt] <|im_start|>user<img><IMG_CONTEXT></img>{t}<|im_end|><|im_start|>assistant\n"
+              f"[response] {r}<|im_end|>\n[label_accuracy] 1.0\n" for t, r in
+              ((text, "]C"), (text, " C. bumpy"), (" \nnot an item", "C"))]
+    log = "".join(prefix + line + "\n" for line in "".join(blocks).splitlines())
+    (tmp_path / "dtd_20_OpenGVLab_InternVL3-2B_2e_0101_000000.log").write_text(log)
+    table = parser_gap.gap(tmp_path)
+    assert table.to_dict("records") == [{"dataset": "dtd", "responses": 2, "ours": 50.0, "theirs": 100.0, "differ": 1,
+                                         "theirs - ours": 50.0}]

@@ -245,3 +245,18 @@ def test_one_step_loss_and_gradient_are_verls_under_the_authors_settings(tiny_mo
     trainer.vllm_importance_sampling_correction, trainer.args.use_bias_correction_kl, trainer.kl_clamp = True, True, None
     trl_default, _ = loss_and_grads(lambda: trainer._compute_loss(model, batch))
     assert abs(trl_default.item() - theirs.item()) > 1e-3
+
+
+def test_verl_decays_every_parameter_where_transformers_spares_biases_and_norms():
+    """verl's AdamW takes every parameter (TTRV authors' fork fsdp_workers.py:322-327); transformers' Trainer
+    leaves out biases and LayerNorm weights: of a Linear + LayerNorm, only the Linear's weight."""
+    import torch.nn as nn
+
+    from ttrl_bench.adaptation.grpo import TestTimeGRPOTrainer
+
+    model = nn.Sequential(nn.Linear(2, 2), nn.LayerNorm(2))
+    trainer = object.__new__(TestTimeGRPOTrainer)
+    trainer.decay_every_parameter = False
+    assert trainer.get_decay_parameter_names(model) == ["0.weight"]
+    trainer.decay_every_parameter = True
+    assert trainer.get_decay_parameter_names(model) == ["0.weight", "0.bias", "1.weight", "1.bias"]

@@ -279,7 +279,8 @@ class TestTimeGRPOTrainer(GRPOTrainer):
     Rollouts never contain placeholder tokens: forbidden at sampling, and refused if one slips by."""
 
     def __init__(self, *args, n_votes: int, forbidden_token_ids: list[int], update: dict | None = None,
-                 lr_schedule_per: str = "step", advantages: str = "trl", kl_clamp: float | None = None, **kwargs):
+                 lr_schedule_per: str = "step", advantages: str = "trl", kl_clamp: float | None = None,
+                 decay_every_parameter: bool = False, **kwargs):
         if lr_schedule_per not in ("step", "round"):
             raise ValueError(f"adaptation.hyperparameters.<task>.lr_schedule_per = {lr_schedule_per!r}; known: step, round")
         check_verl_update({"advantages": advantages, "kl_clamp": kl_clamp})
@@ -288,6 +289,9 @@ class TestTimeGRPOTrainer(GRPOTrainer):
         self.advantage_rule = advantages
         # None: TRL's k3 as is; a bound b: verl's low_var_kl, k3 clamped to [-b, b] (`clamped_reference`)
         self.kl_clamp = kl_clamp
+        # verl's AdamW decays every parameter (TTRV authors' fork fsdp_workers.py:322-327, `actor_module_fsdp.parameters()`);
+        # transformers' Trainer spares biases and norms (`get_decay_parameter_names`)
+        self.decay_every_parameter = decay_every_parameter
         self._kl_clamp_inputs = None  # the inputs of the _compute_loss call whose reference is being clamped
         self._gathered_rewards_per_func = None  # the last generation batch's rewards, all processes' (verl's advantages)
         with trl_construction_overrides(n_votes // kwargs["args"].num_generations):  # check_votes: a multiple
@@ -319,6 +323,12 @@ class TestTimeGRPOTrainer(GRPOTrainer):
         if self.args.data_seed is not None:
             sampler.generator.manual_seed(self.args.data_seed)
         return sampler
+
+    def get_decay_parameter_names(self, model) -> list[str]:
+        """The parameters weight decay applies to: transformers' choice (no biases, no norms), or every one (verl's)."""
+        if self.decay_every_parameter:
+            return [name for name, _ in model.named_parameters()]
+        return super().get_decay_parameter_names(model)
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         """TRL's rewards, gathered over all processes (B_total, reward functions), kept for verl's advantages."""
@@ -764,6 +774,7 @@ class TestTimeAdaptation:
             lr_schedule_per=hp.get("lr_schedule_per", "step"),
             advantages=hp.get("advantages", "trl"),
             kl_clamp=hp.get("kl_clamp"),
+            decay_every_parameter=hp.get("decay_every_parameter", False),
         )
         self.reward.policy = (model, processor)
         if backend == "vllm":  # TRL 1.16 + vLLM expand image placeholders twice (huggingface/trl 6294, 6401)

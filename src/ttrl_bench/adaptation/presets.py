@@ -423,6 +423,8 @@ VERL_UPDATE = {
     "bias_corrected_kl": False,
     "kl_clamp": 10.0,
     "advantages": "verl",
+    # verl's AdamW decays biases and norms too (fsdp_workers.py:322-327); transformers' Trainer spares them
+    "decay_every_parameter": True,
 }
 
 # Keys every preset accepts though not every preset sets them.
