@@ -59,9 +59,9 @@ OUT = Path(os.environ.get("TTRL_BENCH_BENCHMARK_OUT", ROOT / "benchmarks" / "res
 # The published checkpoints whose shapes (config.json: plan/data/model_configs.json) the real-size models
 # take, at full depth, with a tokenizer in the published layout (models/real_width.py).
 PLAN_SOURCES = {"internvl3-2b": "OpenGVLab/InternVL3-2B-hf", "internvl3-8b": "OpenGVLab/InternVL3-8B-hf",
-                "qwen2.5-vl-7b": "Qwen/Qwen2.5-VL-7B-Instruct"}
+                "qwen2.5-vl-3b": "Qwen/Qwen2.5-VL-3B-Instruct", "qwen2.5-vl-7b": "Qwen/Qwen2.5-VL-7B-Instruct"}
 TINY = {"tiny-internvl": "internvl", "tiny-qwen2.5-vl": "qwen2_5_vl"}  # name -> family
-METHODS = ("ttrv", "dare", "vr-ttrl")
+METHODS = ("ttrv", "dare", "vr-ttrl", "greedy-eval", "vllm-agreement")
 # Which methods a model's paper runs: TTRV on InternVL, VR-TTRL on Qwen2.5-VL; DARE on both.
 DEFAULT_METHODS = {"internvl": ("ttrv", "dare"), "qwen2_5_vl": ("dare", "vr-ttrl")}
 
@@ -109,7 +109,7 @@ def reset_peak() -> None:
         torch.cuda.reset_peak_memory_stats()
 
 
-def run_adaptation(model_dir: Path, data: Path, method: str, hp: dict, tmp: Path) -> dict:
+def run_adaptation(model_dir: Path, data: Path, method: str, hp: dict, tmp: Path, n_samples: int = 20) -> dict:
     from ttrl_bench.adaptation.grpo import adapt
     from ttrl_bench.adaptation.presets import resolve_method
     from ttrl_bench.datasets.prepare import load_manifest
@@ -117,7 +117,7 @@ def run_adaptation(model_dir: Path, data: Path, method: str, hp: dict, tmp: Path
     from ttrl_bench.models.loading import checkpoint_dtype, load_model
 
     model, processor = load_model(str(model_dir), dtype="fp32")
-    samples = select_adaptation_samples(load_manifest(data, "test"), 20, seed=0)
+    samples = select_adaptation_samples(load_manifest(data, "test"), n_samples, seed=0)
     reset_peak()
     start = time.perf_counter()
     log = adapt(model, processor, samples, data, resolve_method(method, hp), tmp / method, seed=0,
@@ -132,14 +132,14 @@ def run_adaptation(model_dir: Path, data: Path, method: str, hp: dict, tmp: Path
             "weights_changed_bf16": log.attrs["weights_changed_saved"]}
 
 
-def run_per_sample(model_dir: Path, scenes: Path, hp: dict, tmp: Path) -> dict:
+def run_per_sample(model_dir: Path, scenes: Path, hp: dict, tmp: Path, n_samples: int = 1) -> dict:
     from ttrl_bench.adaptation.per_sample import adapt_each_sample
     from ttrl_bench.adaptation.presets import resolve_method
     from ttrl_bench.datasets.prepare import load_manifest
     from ttrl_bench.models.loading import load_model
 
     model, processor = load_model(str(model_dir), dtype="fp32")
-    samples = load_manifest(scenes, "test").head(1)
+    samples = load_manifest(scenes, "test").head(n_samples)
     reset_peak()
     _, log, seconds = adapt_each_sample(model, processor, samples, scenes, resolve_method("vr-ttrl", hp), tmp / "vr",
                                         seed=0, max_new_tokens=hp["max_completion_length"])
@@ -165,6 +165,29 @@ def run_evaluation(model_dir: Path, data: Path, n: int, batch: int) -> dict:
     seconds = time.perf_counter() - start
     return {"eval_samples": n, "eval_samples_per_s": n / seconds, "peak_gpu_gb": peak_gb(),
             "peak_reserved_gb": peak_reserved_gb()}
+
+
+def run_vllm_agreement(model_dir: Path, data: Path, n: int) -> dict:
+    """vLLM's greedy answers beside transformers' on the same `n` items (issue 40 part 2): how many agree
+    exactly, in bf16 both (a few may differ where two tokens' logits tie within bf16's rounding)."""
+    from transformers import AutoProcessor
+
+    from ttrl_bench.datasets.prepare import load_manifest
+    from ttrl_bench.generation.hf import generate_greedy
+    from ttrl_bench.generation.vllm_offline import VllmGreedy
+    from ttrl_bench.models.loading import load_model
+
+    rows = load_manifest(data, "test").head(n)
+    images = [Image.open(data / p).convert("RGB") for p in rows["image"]]
+    model, processor = load_model(str(model_dir))
+    hf = generate_greedy(model, processor, list(rows["prompt"]), images, 6, 8, progress=False)
+    del model
+    torch.cuda.empty_cache() if torch.cuda.is_available() else None
+    start = time.perf_counter()
+    engine = VllmGreedy(str(model_dir), None, 6)
+    vllm = engine(AutoProcessor.from_pretrained(str(model_dir)), list(rows["prompt"]), images, None)
+    seconds = time.perf_counter() - start
+    return {"eval_samples": n, "vllm_agree": sum(a == b for a, b in zip(hf, vllm)), "vllm_engine_and_eval_s": seconds}
 
 
 def mean(values: list[float]) -> float:
@@ -200,8 +223,16 @@ def skip_reason(predicted_gb: float, device_gb: float | None) -> str | None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tiny", action="store_true", help="tiny models, few steps: the code paths on a CPU")
-    parser.add_argument("--models", nargs="+")
+    parser.add_argument("--models", nargs="+", help="models, each optionally with its own methods: internvl3-2b:ttrv,dare")
     parser.add_argument("--methods", nargs="+", choices=METHODS)
+    parser.add_argument("--adapt-samples", type=int, default=20,
+                        help="samples a TTRV / DARE job adapts on (4 with --epochs 1: one round of the ttrv preset)")
+    parser.add_argument("--epochs", type=int, help="epochs of the TTRV / DARE jobs (default: the preset's, 2)")
+    parser.add_argument("--per-sample", type=int, nargs=2, metavar=("SAMPLES", "UPDATES"), default=(1, 5),
+                        help="VR-TTRL: samples adapted on and updates per sample (default 1 sample x 5 updates)")
+    parser.add_argument("--csv-tag", default="", help="a suffix of the results file: gpu-<device><-tag>.csv")
+    parser.add_argument("--rollout-backend", choices=["auto", "hf", "vllm"], default="auto",
+                        help="the adaptation jobs' rollouts: transformers' generate (hf) or TRL's colocated vLLM")
     parser.add_argument("--eval-samples", type=int, default=256)
     parser.add_argument("--answer-tokens", type=int, nargs="+",
                         help="answer lengths (max new tokens) of the adaptation jobs; default 16 (MCQ: the TTRV "
@@ -211,7 +242,9 @@ def main() -> int:
     if args.job:
         run_job(json.loads(args.job))
         return 0
-    models = args.models or list(TINY if args.tiny else PLAN_SOURCES)
+    wanted = {m.split(":")[0]: (m.split(":")[1].split(",") if ":" in m else None)
+              for m in args.models or list(TINY if args.tiny else PLAN_SOURCES)}
+    models = list(wanted)
     device = re.sub(r"[^a-z0-9]+", "-", torch.cuda.get_device_name().lower()) if torch.cuda.is_available() else "cpu"
     # one process's GPU; under `accelerate launch` with FSDP the plan's one-GPU prediction is not the job's
     sharded = int(os.environ.get("WORLD_SIZE", "1")) > 1 or os.environ.get("FSDP_OFFLOAD_PARAMS") == "true"
@@ -221,9 +254,14 @@ def main() -> int:
     mcq = {"max_completion_length": 16} if not args.tiny else {
         "max_completion_length": 4, "num_generations": 4, "n_votes": 8, "prompts_per_step": 2, "epochs": 1,
         "micro_batch_size": 2, "generation_batch_size": 2 * 4}  # a round = a step: 20 samples, 10 steps
-    grounding = {"max_completion_length": 128, "epochs": 5, "num_generations": 8} if not args.tiny else {
+    if args.epochs:
+        mcq = {**mcq, "epochs": args.epochs}
+    mcq = {**mcq, "rollout_backend": args.rollout_backend}
+    samples_per_scene, updates = args.per_sample
+    grounding = {"max_completion_length": 128, "epochs": updates, "num_generations": 8} if not args.tiny else {
         "max_completion_length": 16, "epochs": 1, "num_generations": 4, "micro_batch_size": 2}
-    csv = OUT / f"gpu-{device}{'-tiny' if args.tiny else ''}.csv"
+    tag = ("-tiny" if args.tiny else "") + (f"-{args.csv_tag}" if args.csv_tag else "")
+    csv = OUT / f"gpu-{device}{tag}.csv"
     OUT.mkdir(parents=True, exist_ok=True)
     csv.unlink(missing_ok=True)  # this run's rows, each appended as its process finishes
     failed = 0
@@ -238,11 +276,17 @@ def main() -> int:
             # one job per method and answer length: random weights never stop generating, so each length
             # is the memory and time of answers that long
             jobs = []
-            for method in args.methods or DEFAULT_METHODS[family]:
+            # model:methods names a model's jobs exactly; otherwise its methods and a greedy evaluation
+            methods = wanted[name] or [*(args.methods or DEFAULT_METHODS[family]), "greedy-eval"]
+            for method in (m for m in methods if m not in ("greedy-eval", "vllm-agreement")):
                 hp = grounding if method == "vr-ttrl" else mcq
                 lengths = args.answer_tokens or [hp["max_completion_length"]] + ([] if args.tiny else [1024])
-                jobs += [{"method": method, "hp": {**hp, "max_completion_length": n}} for n in lengths]
-            jobs.append({"method": "greedy-eval", "n": n_eval, "batch": 8 if args.tiny else 32})
+                jobs += [{"method": method, "hp": {**hp, "max_completion_length": n},
+                          "samples": samples_per_scene if method == "vr-ttrl" else args.adapt_samples} for n in lengths]
+            if "greedy-eval" in methods:
+                jobs.append({"method": "greedy-eval", "n": n_eval, "batch": 8 if args.tiny else 32})
+            if "vllm-agreement" in methods:
+                jobs.append({"method": "vllm-agreement", "n": 20})
             for job in jobs:
                 tokens = job.get("hp", {}).get("max_completion_length")
                 print(f"== {name} {job['method']} {tokens or ''}", flush=True)
@@ -290,8 +334,8 @@ def backend_used(job: dict) -> str:
     follow `rollout_backend` (auto: vLLM on a CUDA GPU where installed)."""
     from ttrl_bench.generation.backend import choose_backend
 
-    if job["method"] == "greedy-eval":
-        return "hf"
+    if job["method"] in ("greedy-eval", "vllm-agreement"):
+        return "hf" if job["method"] == "greedy-eval" else "vllm"
     return choose_backend(job["hp"].get("rollout_backend", "auto"), "rollout_backend")
 
 
@@ -299,7 +343,7 @@ def vllm_engine_settings(job: dict) -> dict:
     """The colocated engine's GRPOConfig settings (config `adaptation.vllm` defaults) where vLLM ran."""
     from ttrl_bench.generation.vllm_settings import grpo_vllm_kwargs
 
-    if backend_used(job) != "vllm":
+    if backend_used(job) != "vllm" or "hp" not in job:  # the agreement job's engine is evaluation's
         return {}
     return grpo_vllm_kwargs(None, job["hp"]["max_completion_length"])
 
@@ -311,13 +355,21 @@ def run_job(job: dict) -> None:
     tmp = Path(job["tmp"]) / job["method"]
     if job["method"] == "greedy-eval":
         result = run_evaluation(Path(job["model_dir"]), Path(job["digits"]), job["n"], job["batch"])
+    elif job["method"] == "vllm-agreement":
+        result = run_vllm_agreement(Path(job["model_dir"]), Path(job["digits"]), job["n"])
     elif job["method"] == "vr-ttrl":
-        result = run_per_sample(Path(job["model_dir"]), Path(job["scenes"]), job["hp"], tmp)
+        result = run_per_sample(Path(job["model_dir"]), Path(job["scenes"]), job["hp"], tmp, job["samples"])
     else:
-        result = run_adaptation(Path(job["model_dir"]), Path(job["digits"]), job["method"], job["hp"], tmp)
+        result = run_adaptation(Path(job["model_dir"]), Path(job["digits"]), job["method"], job["hp"], tmp,
+                                job["samples"])
+    import transformers
+    import trl
+
+    card = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
     append_row(job["csv"], {**row_key(job), **result, "rollout_backend": backend_used(job),
                             "vllm_settings": json.dumps(vllm_engine_settings(job)),
-                            "bf16_autocast": bf16_autocast(), "torch": torch.__version__})
+                            "bf16_autocast": bf16_autocast(), "card": card, "torch": torch.__version__,
+                            "transformers": transformers.__version__, "trl": trl.__version__})
 
 
 if __name__ == "__main__":
