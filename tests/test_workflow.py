@@ -134,7 +134,12 @@ def test_demo_produces_store_tables_and_figures(demo_run):
     assert query(db, "SELECT min(value) >= 0 AND max(value) <= 100 AS ok FROM runs")["ok"][0]
     assert json.loads((demo_run / "results/config_files.json").read_text()) == {"config_files": ["config/config.yaml"]}
     assert query(db, "SELECT count(*) AS n FROM predictions")["n"][0] == 6 * 577 + 2 * 8
-    assert query(db, "SELECT count(DISTINCT metric) AS n FROM metrics")["n"][0] == 5
+    # the five of before, and the same MCQ generations scored both ways (evaluation/tasks.py rescored_metrics)
+    assert query(db, "SELECT count(DISTINCT metric) AS n FROM metrics")["n"][0] == 5 + 5
+    rescored = query(db, "SELECT DISTINCT metric FROM metrics WHERE run_id LIKE '%/demo-digits/%' AND "
+                         "(metric LIKE '%parser' OR metric LIKE 'authors_%')")["metric"]
+    assert sorted(rescored) == ["accuracy_authors_parser", "accuracy_robust_parser", "authors_max_group",
+                                "authors_mean@1", "authors_mean@max"]
     # 5 MCQ methods x 4 epochs x 20 prompts in rounds of 4 (the ttrv preset's generation batch: one log row
     # per round) + VR-TTRL 8 samples x 2 rounds
     assert query(db, "SELECT count(*) AS n FROM train_log")["n"][0] == 5 * 4 * 20 // 4 + 8 * 2
@@ -153,6 +158,12 @@ def test_demo_produces_store_tables_and_figures(demo_run):
     assert "| w/ TTRV |" in table and "| Δ TTRL |" in table and "| w/ DARE |" in table
     assert "| w/ VR-TTRL |" in table
     assert "0 of 126 cells agree" in table
+    # issue 34: the demo's protocol named, and its six MCQ runs' generations scored by both parsers; under
+    # `clean` the robust parser's accuracy is the run's own
+    assert table.startswith("Protocol: clean (ours") and "# The same generations scored both ways" in table
+    both = query(db, "SELECT a.run_id, a.value AS accuracy, r.value AS robust FROM metrics a JOIN metrics r "
+                     "ON a.run_id = r.run_id WHERE a.metric = 'accuracy' AND r.metric = 'accuracy_robust_parser'")
+    assert len(both) == 6 and ((both["accuracy"] - both["robust"]).abs() < 1e-9).all()
     assert (demo_run / "results/audit/reward_audit.png").stat().st_size > 10_000
     # every published table, in three formats; nothing of the demo counts as a paper cell
     for paper, number in PAPER_TABLES:
