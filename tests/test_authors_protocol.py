@@ -171,3 +171,13 @@ def test_rescore_scores_stored_predictions_again_from_the_manifest(tmp_path):
 def test_the_protocols_doc_lists_every_setting():
     doc = (Path(__file__).parents[1] / "docs" / "protocols.md").read_text()
     assert [".".join(path) for path, *_ in SETTINGS if f"`{'.'.join(path)}`" not in doc] == []
+
+
+def test_each_protocol_describes_its_settings_with_their_source():
+    from ttrl_bench.plan.protocols import describe
+
+    authors, clean = describe("authors"), describe("clean")
+    assert len(authors) == len(clean) == len(SETTINGS)
+    assert authors[0].startswith("evaluation.mcq.chat_template = authors: verl/utils/tokenizer.py hf_tokenizer")
+    assert "evaluation.mcq.max_new_tokens = 1024: every log's data.max_response_length 1024" in " ".join(authors)
+    assert "evaluation.mcq.max_new_tokens = the config's: the config's own budget" in " ".join(clean)

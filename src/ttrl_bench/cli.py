@@ -511,6 +511,7 @@ def cmd_check_sandbox(args) -> None:
 def cmd_plan(args) -> None:
     from .plan import Plan, load_config
     from .plan.cost import plan_table
+    from .plan.protocols import describe
 
     plan = Plan(load_config(*args.config))
     rows, totals = plan_table(plan, args.gpu_memory_gb)
@@ -522,6 +523,9 @@ def cmd_plan(args) -> None:
     print(f"total: {totals['jobs']} adaptation jobs, {totals['gpu_hours']} GPU-hours, {totals['node_hours_8gpu']} h "
           f"on one 8-GPU node (perfect packing); calibration factor {totals['factor']} (training), "
           f"{totals['prefill_factor']:g} (generation prefill) (plan/data/calibration.csv)")
+    print(f"protocol {plan.config['protocol']} (plan/protocols.py; a key the config sets itself wins):")
+    for line in describe(plan.config["protocol"]):
+        print(f"  {line}")
 
 
 def cmd_audit_reward(args) -> None:
