@@ -79,6 +79,10 @@ def test_the_authors_parser_on_their_logged_responses():
     assert [authors_correct(p, g) for p, g in zip(parsed, golds)] == [False, False, True]
     # an unreadable output keeps its own text: two different ones are two different votes
     assert authors_answer("It is a leaf") == "A" and authors_answer("yes/") == "yes" and authors_answer(None) == ""
+    # choice_parser ttrv: the same reading, an output that gives no letter a parse failure ("" is no letter)
+    from ttrl_bench.evaluation.extraction import ttrv_choice
+
+    assert [ttrv_choice(t, ["x", "y", "z", "w"]) for t in (" B. D", ".", "E", "it is a dog")] == ["D", None, None, "A"]
     task = MCQTask("authors")
     assert task.parse("a cat", {"options": []}) == "A" and task.parse("hmm.", {"options": ["x", "y"]}) == "hmm"
 
