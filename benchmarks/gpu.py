@@ -182,7 +182,7 @@ def run_vllm_agreement(model_dir: Path, data: Path, n: int) -> dict:
     model, processor = load_model(str(model_dir))
     hf = generate_greedy(model, processor, list(rows["prompt"]), images, 6, 8, progress=False)
     del model
-    torch.cuda.empty_cache() if torch.cuda.is_available() else None
+    reset_peak()  # the engine's memory owes nothing to the HF model's
     start = time.perf_counter()
     engine = VllmGreedy(str(model_dir), None, 6)
     vllm = engine(AutoProcessor.from_pretrained(str(model_dir)), list(rows["prompt"]), images, None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import json
 import logging
 import math
@@ -498,6 +499,7 @@ def k3(log_ratio: torch.Tensor) -> torch.Tensor:
     return torch.exp(log_ratio) - log_ratio - 1
 
 
+@functools.lru_cache(maxsize=8)  # asked on every loss computation under kl_clamp: one bisection per bound
 def k3_roots(bound: float) -> tuple[float, float]:
     """The two log-ratios d < 0 < d' where exp(d) - d - 1 = `bound` (k3 is convex with its minimum 0 at d = 0),
     by bisection in float64: for 10, d = -10.99998 and d' = 2.6109."""

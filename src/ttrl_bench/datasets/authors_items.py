@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .preprocessing import OPTION_LETTERS, decode_verdict, resize_square
+
 log = logging.getLogger(__name__)
 
 DATA_DIR = Path(__file__).parent / "data" / "ttrv_items"
@@ -191,7 +193,7 @@ def item_options(prompt: str) -> list[str]:
         return []
     options = []
     for letter, text in lines[start:]:
-        if letter != "ABCDEFGHIJ"[len(options)]:
+        if letter != OPTION_LETTERS[len(options)]:
             break
         options.append(text.rstrip(".") if text.endswith(".") and not text.endswith("..") else text)
     return options
@@ -225,8 +227,8 @@ def _manifest_row(dataset: str, split: str, item: dict, image: str) -> dict:
            "answer": answer}
     if dataset == "mme":  # MME's official score pairs the two questions of an image by category
         row["category"] = Path(item["image_path"]).parent.name
-    if answer in "ABCDEFGHIJ"[: len(options)] and answer:
-        row["label"] = options["ABCDEFGHIJ".index(answer)]
+    if answer and answer in OPTION_LETTERS[: len(options)]:
+        row["label"] = options[OPTION_LETTERS.index(answer)]
     return row
 
 
@@ -266,14 +268,14 @@ def _file_images(dataset: str, items: list[dict], source: dict) -> tuple[dict, l
 
 def _hub_images(spec, items: list[dict], source: dict) -> tuple[dict, list]:
     """key -> image bytes from the entry's source rows (Hub, or its local copy); the keys not found."""
-    from .sources import _column, _image_bytes, _undecoded_images, open_source, ROW_READERS
+    from .sources import ROW_READERS, ImageFiles, _column, _image_bytes, _undecoded_images, open_source
 
     locator = LOCATORS[spec.name]
     fields = {**spec.fields, **source.get("fields", {})}
     data = open_source(spec, source)
     image_column = _column(spec, data, fields, "image")
     data = _undecoded_images(data, image_column)
-    base = Path(source["path"]) / source.get("image_dir", "") if source.get("path") else None
+    files = ImageFiles.of(source)  # a local copy's relative image paths, as the entry's reader resolves them
     wanted = {_image_key(spec.name, item): item for item in items}
     found = {}
     if locator.kind == "hub-key":
@@ -281,7 +283,7 @@ def _hub_images(spec, items: list[dict], source: dict) -> tuple[dict, list]:
         for row in data:
             key = str(row[column])
             if key in wanted and key not in found:
-                found[key] = _image_bytes(row[image_column], base)
+                found[key] = _image_bytes(row[image_column], files)
     else:  # the rows' own question and options, as the entry's reader gives them
         by_options: dict[tuple, list] = {}
         for index, row in enumerate(data):
@@ -297,13 +299,13 @@ def _hub_images(spec, items: list[dict], source: dict) -> tuple[dict, list]:
                         f"dataset {spec.name!r}: item {item['id']} ({relative_path(item['image_path'])}) is row {index} "
                         f"by its file name, but that row's question {question[:80]!r} is not in the item's prompt: "
                         f"the source is not the copy the authors used")
-                found[str(index)] = _image_bytes(row[image_column], base)
+                found[str(index)] = _image_bytes(row[image_column], files)
             elif locator.kind == "hub-question" and read and read.get("options"):
                 by_options.setdefault(tuple(read["options"]), []).append((_norm(read["question"]), index))
         for key, item in wanted.items() if locator.kind == "hub-question" else ():
             prompt = _norm(item["prompt"])
             rows = [i for question, i in by_options.get(tuple(item_options(item["prompt"])), []) if question and question in prompt]
-            blobs = {hashlib.sha1(blob).hexdigest(): blob for blob in (_image_bytes(data[i][image_column], base) for i in rows)}
+            blobs = {hashlib.sha1(blob).hexdigest(): blob for blob in (_image_bytes(data[i][image_column], files) for i in rows)}
             if len(blobs) > 1:
                 raise AuthorsItemsError(f"dataset {spec.name!r}: item {item['id']} ({relative_path(item['image_path'])}) "
                                         f"matches {len(blobs)} different images by its question and options (rows {rows})")
@@ -315,8 +317,6 @@ def _hub_images(spec, items: list[dict], source: dict) -> tuple[dict, list]:
 def prepare_authors_items(spec, out_dir: Path, source: dict | None = None) -> dict:
     """The authors' test list and every adaptation list of `spec`'s dataset as a manifest; stops, naming
     each missing item (id and path) and the count, if any image cannot be found."""
-    from .preprocessing import decode_verdict, resize_square
-
     source = source or {}
     lists = {"test": load_list(spec.name, "test")}
     for name in INDEX["datasets"][spec.name]["lists"]:

@@ -284,6 +284,13 @@ class ImageFiles:
         self.zip = root / image_zip if root is not None and image_zip and (root / image_zip).exists() else None
         self._members: dict[str, str] | None = None
 
+    @classmethod
+    def of(cls, source: dict) -> "ImageFiles":
+        """The image files of config `data.sources.<name>` (a local copy's `path`, `image_dir`, `image_zip`);
+        none for the Hub, whose rows carry their bytes."""
+        root = Path(source["path"]) if source.get("path") else None
+        return cls(root, source.get("image_dir", ""), source.get("image_zip"))
+
     def _zip_members(self) -> dict[str, str]:
         if self._members is None:
             import zipfile
@@ -309,11 +316,8 @@ class ImageFiles:
         raise FileNotFoundError(f"image file {name!r} is neither in {where}")
 
 
-def _image_bytes(value, files: "ImageFiles | Path | None") -> bytes:
-    """The image bytes of a row's value; relative paths resolve through `files` (an ImageFiles, or a
-    base folder / None as before)."""
-    if not isinstance(files, ImageFiles):
-        files = ImageFiles(None if files is None else Path(files))
+def _image_bytes(value, files: ImageFiles) -> bytes:
+    """The image bytes of a row's value; relative paths resolve through `files`."""
     if isinstance(value, list):  # a sequence of images (SEED-Bench): the first is the question's
         value = value[0] if value else None
     if isinstance(value, dict):
@@ -606,8 +610,7 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
     if spec.reader == "classification":
         classes = tuple(_class_names(spec, data, source, _column(spec, data, fields, "label")))
     # relative image paths (CRPE, CAPTURe) resolve under the copy, its `image_dir`(s) or `image_zip`
-    files = ImageFiles(Path(source["path"]) if source.get("path") else None, source.get("image_dir", ""),
-                       source.get("image_zip"))
+    files = ImageFiles.of(source)
     raw_dir.mkdir(parents=True, exist_ok=True)
     where = source.get("path") or f"{spec.source} (split {spec.split!r})"  # named in every row warning
     for index, row in enumerate(data):

@@ -101,14 +101,10 @@ def needs(config: dict, models: list[str], datasets: list[str], results: Path = 
             if authors_items.missing_lists([name]):
                 wanted.append(Need("items", keys.get(name, "datasets"), entry["authors_path"], name))
             locator = authors_items.LOCATORS[name]
-            if locator.kind == "file" and not local:
+            if locator.kind == "file" and not local:  # with one, the local copy's check below applies
                 problems.append(f"config key `data.sources.{name}.path` is not set: the TTRV authors' {name} items "
                                 f"(data.items: authors) find their images in a local copy of {name} in its official "
                                 f"layout, {locator.layout}")
-                continue
-            if locator.kind == "file":
-                if not Path(local).exists():
-                    problems.append(f"config key `data.sources.{name}.path`: {local} does not exist")
                 continue
         if local:
             if not Path(local).exists():
