@@ -9,6 +9,7 @@ import io
 import json
 import logging
 import lzma
+from pathlib import Path
 
 import datasets
 import pandas as pd
@@ -17,7 +18,7 @@ from PIL import Image
 
 from ttrl_bench.cli import _adaptation_samples
 from ttrl_bench.datasets import authors_items
-from ttrl_bench.datasets.authors_items import AuthorsItemsError, adaptation_samples, item_options, item_text
+from ttrl_bench.datasets.authors_items import AuthorsItemsError, item_options, item_text
 from ttrl_bench.datasets.prepare import prepare_dataset
 
 
@@ -168,18 +169,34 @@ MATHVISTA_FEATURES = datasets.Features({
     "decoded_image": datasets.Image(), "choices": datasets.List(datasets.Value("string")),
     "unit": datasets.Value("string"), "precision": datasets.Value("float64"), "answer": datasets.Value("string"),
     "question_type": datasets.Value("string"), "answer_type": datasets.Value("string"),
+    "metadata": {"category": datasets.Value("string"), "context": datasets.Value("string"),
+                 "grade": datasets.Value("string"), "img_height": datasets.Value("int64"),
+                 "img_width": datasets.Value("int64"), "language": datasets.Value("string"),
+                 "skills": datasets.List(datasets.Value("string")), "source": datasets.Value("string"),
+                 "split": datasets.Value("string"), "task": datasets.Value("string")},
     "query": datasets.Value("string"),
 })
 
 
 def test_mathvista_from_the_hub_layout_finds_the_490_items_by_their_image(tmp_path):
-    """AI4Math/MathVista testmini: 1,000 rows, pid "1".."1000", `image` "images/<pid>.jpg", the picture in
-    `decoded_image`; each row's picture here is coloured by its pid so the match can be checked."""
+    """AI4Math/MathVista testmini (card at d32e834; lmms-eval tasks/mathvista/utils.py reads `decoded_image`):
+    1,000 rows, pid "1".."1000", `image` "images/<pid>.jpg", the picture in `decoded_image`, `metadata` a struct.
+    The authors' 490 items are multiple choice: their rows hold the choices and the answer as option text
+    (from the item's prompt and letter); the other rows are free-form, choices None. Each row's picture here
+    is coloured by its pid so the match can be checked."""
     pids = [str(p) for p in range(1, 1001)]
+    theirs = {Path(item["image_path"]).stem: item for item in authors_items.load_list("mathvista", "test")}
+    choices = [item_options(theirs[p]["prompt"]) if p in theirs else None for p in pids]
+    answers = [c["ABCDEF".index(theirs[p]["answer"])] if c else "1" for p, c in zip(pids, choices)]
+    metadata = {"category": "math-targeted-vqa", "context": "geometry diagram", "grade": "high school",
+                "img_height": 8, "img_width": 8, "language": "english", "skills": ["geometry reasoning"],
+                "source": "GeoQA+", "split": "testmini", "task": "geometry problem solving"}
     rows = {"pid": pids, "question": [f"question {p}" for p in pids], "image": [f"images/{p}.jpg" for p in pids],
             "decoded_image": [{"bytes": jpeg((int(p) % 256, int(p) // 256, 0)), "path": None} for p in pids],
-            "choices": [None] * 1000, "unit": [None] * 1000, "precision": [None] * 1000, "answer": ["1"] * 1000,
-            "question_type": ["free_form"] * 1000, "answer_type": ["integer"] * 1000, "query": [""] * 1000}
+            "choices": choices, "unit": [None] * 1000, "precision": [None] * 1000, "answer": answers,
+            "question_type": ["multi_choice" if c else "free_form" for c in choices],
+            "answer_type": ["text" if c else "integer" for c in choices], "metadata": [metadata] * 1000,
+            "query": [""] * 1000}
     path = tmp_path / "mathvista"
     datasets.Dataset.from_dict(rows, features=MATHVISTA_FEATURES).save_to_disk(str(path))
     out = tmp_path / "prepared"

@@ -11,6 +11,7 @@ import io
 import json
 import re
 import tarfile
+from pathlib import Path
 
 import datasets
 import numpy as np
