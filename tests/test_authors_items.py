@@ -278,3 +278,92 @@ def test_the_preflight_names_the_unfetched_lists_and_the_local_copies_the_author
     assert "<wnid>/<file>.jpg (imagenet-r.tar: folder imagenet-r/)" in problems[0]
     ours = needs({**config, "data": {"items": "ours", "sources": {}}}, [], ["imagenet-r", "dtd"], tmp_path / "results")
     assert [n.repo for n in ours[0]] == ["clip-benchmark/wds_imagenet-r", "clip-benchmark/wds_vtab-dtd"] and not ours[1]
+
+
+def test_mme_items_find_their_image_by_question_id(tmp_path):
+    """lmms-lab(-encoder)/MME's layout (lmms-eval tasks/mme/utils.py): question_id "<category>/<file>", shared by
+    an image's two questions, image, question, answer Yes/No, category. Their path MME/images/<question_id>."""
+    items = [item for name in ("test", "adapt-20", "adapt-500") for item in authors_items.load_list("mme", name)]
+    ids = sorted({authors_items.path_tail(item["image_path"], 2) for item in items})
+    rows = {"question_id": [q for q in ids for _ in range(2)], "question": ["Is it? Please answer yes or no."] * 2 * len(ids),
+            "answer": ["Yes", "No"] * len(ids), "category": [q.split("/")[0] for q in ids for _ in range(2)],
+            "image": [{"bytes": jpeg((i % 256, i // 256, 9)), "path": None} for i in range(len(ids)) for _ in range(2)]}
+    path = tmp_path / "mme"
+    datasets.Dataset.from_dict(rows, features=datasets.Features({
+        "question_id": datasets.Value("string"), "question": datasets.Value("string"), "answer": datasets.Value("string"),
+        "category": datasets.Value("string"), "image": datasets.Image()})).save_to_disk(str(path))
+    out = tmp_path / "prepared"
+    assert prepare_dataset("mme", out, 0, source={"path": str(path)}, items="authors")["kept"] == 1576
+    first = pd.read_parquet(out / "manifest.parquet").iloc[0]  # item 0: code_reasoning/0020.png, "A. No / B. Yes."
+    assert (first["category"], first["answer"], list(first["options"])) == ("code_reasoning", "B", ["No", "Yes"])
+    index = ids.index("code_reasoning/0020.png")
+    assert (out / first["image"]).read_bytes() == jpeg((index % 256, index // 256, 9))
+
+
+def realworldqa_colour(n: int) -> tuple[int, int, int]:
+    return (n * 67) % 256, (n * 151) % 256, 5  # row 0 (0, 0, 5), row 1 (67, 151, 5): told apart after JPEG
+
+
+def realworldqa_copy(tmp_path, questions: list[str]) -> dict:
+    """lmms-lab(-encoder)/RealWorldQA's layout: 765 rows of image, question, answer."""
+    path = tmp_path / "realworldqa"
+    datasets.Dataset.from_dict(
+        {"image": [{"bytes": jpeg(realworldqa_colour(n)), "path": None} for n in range(765)], "question": questions,
+         "answer": ["A"] * 765},
+        features=datasets.Features({"image": datasets.Image(), "question": datasets.Value("string"),
+                                    "answer": datasets.Value("string")})).save_to_disk(str(path))
+    return {"path": str(path)}
+
+
+def test_realworldqa_items_are_rows_by_file_number_their_questions_checked(tmp_path):
+    """Their images/<n>.png is row n of 765, each prompt "<image> \\n" + that row's question; a copy in
+    another row order stops preparation naming the item (resized to 1000 x 1000, TTRV Appendix B)."""
+    by_row = {int(Path(i["image_path"]).stem): i["prompt"].split("<image> \n", 1)[1]
+              for i in authors_items.load_list("realworldqa", "test")}
+    questions = [by_row[n] for n in range(765)]
+    out = tmp_path / "prepared"
+    assert prepare_dataset("realworldqa", out, 0, source=realworldqa_copy(tmp_path, questions), items="authors")["kept"] == 765
+    first = pd.read_parquet(out / "manifest.parquet").iloc[0]  # item 0: images/0.png, "In which direction ..."
+    with Image.open(out / first["image"]) as image:
+        pixel = image.convert("RGB").getpixel((500, 500))
+    assert image.size == (1000, 1000) and max(abs(a - b) for a, b in zip(pixel, realworldqa_colour(0))) <= 8
+    shuffled = tmp_path / "shuffled"
+    shuffled.mkdir()
+    with pytest.raises(AuthorsItemsError, match=r"is row 0 by its file name, but that row's question"):
+        prepare_dataset("realworldqa", tmp_path / "out2", 0, source=realworldqa_copy(shuffled, questions[1:] + questions[:1]),
+                        items="authors")
+
+
+def test_seed_bench_items_find_their_image_by_data_id(tmp_path):
+    """lmms-lab(-encoder)/SEED-Bench's layout (lmms-eval tasks/seedbench/utils.py): data_id (the release's bare
+    file name, "1454426_2591111986"; the authors' path adds ".jpeg"), question, choice_a..d, answer letter,
+    data_type, image a list (the first is the question's). Their list asks some different images the same
+    question with the same options (items 3771 and another: rows 67 and 818 here), so only data_id tells
+    them apart. A video row is never an image of theirs."""
+    items = {i["image_path"]: i for name in ("test", "adapt-20", "adapt-500")
+             for i in authors_items.load_list("seed-bench", name)}
+    columns = ("data_id", "question", "choice_a", "choice_b", "choice_c", "choice_d", "answer", "data_type", "image")
+    rows = {k: [] for k in columns}
+    for index, item in enumerate([*items.values(), None]):
+        video = item is None
+        item = item or next(iter(items.values()))
+        options = item_options(item["prompt"])
+        for key, option in zip(("choice_a", "choice_b", "choice_c", "choice_d"), options):
+            rows[key].append(option)
+        rows["data_id"].append("v_0001.mp4" if video else Path(item["image_path"]).stem)
+        rows["question"].append(item["prompt"].split("<image> \n", 1)[1].split("\nChoose the correct answer", 1)[0])
+        rows["answer"].append(item["answer"])
+        rows["data_type"].append("video" if video else "image")
+        rows["image"].append([{"bytes": jpeg((255, 255, 255) if video else (index % 256, index // 256, 3)), "path": None}])
+    path = tmp_path / "seed"
+    datasets.Dataset.from_dict(rows, features=datasets.Features(
+        {**{k: datasets.Value("string") for k in columns[:-1]}, "image": datasets.List(datasets.Image())})
+    ).save_to_disk(str(path))
+    out = tmp_path / "prepared"
+    assert prepare_dataset("seed-bench", out, 0, source={"path": str(path)}, items="authors")["kept"] == 3881
+    manifest = pd.read_parquet(out / "manifest.parquet")
+    for image_path in ("seed/SEED-Bench-image/385985_2787485096.jpeg",  # item 0: the fishing rod
+                       "seed/SEED-Bench-image/109627_2224685155.jpeg"):  # item 3771
+        index = list(items).index(authors_items.AUTHORS_ROOT + image_path)
+        image = manifest.loc[manifest["source_id"] == image_path, "image"].iloc[0]
+        assert (out / image).read_bytes() == jpeg((index % 256, index // 256, 3))

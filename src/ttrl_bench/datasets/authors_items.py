@@ -61,6 +61,7 @@ class Locator:
     tail: int = 1
     column: str = ""
     layout: str = ""
+    suffix: str = ""  # "hub-key": an extension the authors added to the file name, dropped from both keys
 
 
 # Our dataset name -> how its items' images are found. The layouts are the official releases' (the
@@ -80,9 +81,10 @@ LOCATORS = {
     "mathvista": Locator("hub-key", 2, column="image"),
     # question_id is the release path without images/: "code_reasoning/0020.png" (lmms-eval tasks/mme/utils.py)
     "mme": Locator("hub-key", 2, column="question_id"),
-    # SEED-Bench-image/<data_id>.jpeg, the authors adding ".jpeg" to data_id: matched by question and options,
-    # which holds whichever way the copy spells data_id
-    "seed-bench": Locator("hub-question"),
+    # SEED-Bench-image/<data_id>.jpeg: the release's file names are the bare data_id ("1454426_2591111986"; its
+    # SEED-Bench-image.zip), the authors added ".jpeg"; lmms-eval's copy keys its rows by data_id. Not by question
+    # and options: their list holds different images asked the same question with the same options.
+    "seed-bench": Locator("hub-key", 1, column="data_id", suffix=".jpeg"),
     # images_<k>/image_<i>.jpg: row (k-1) * 1544 + i of the Hub's two parquet halves, which no column names;
     # matched by question and options instead
     "ai2d": Locator("hub-question"),
@@ -246,7 +248,7 @@ def _image_key(dataset: str, item: dict) -> str:
         return numbers[-1] if numbers else ""
     if locator.kind == "hub-question":
         return relative_path(item["image_path"])
-    return path_tail(item["image_path"], locator.tail)
+    return path_tail(item["image_path"], locator.tail).removesuffix(locator.suffix)
 
 
 def _file_images(dataset: str, items: list[dict], source: dict) -> tuple[dict, list]:
@@ -281,7 +283,7 @@ def _hub_images(spec, items: list[dict], source: dict) -> tuple[dict, list]:
     if locator.kind == "hub-key":
         column = _column(spec, data, {"key": locator.column}, "key")
         for row in data:
-            key = str(row[column])
+            key = str(row[column]).removesuffix(locator.suffix)  # whichever way the copy spells it
             if key in wanted and key not in found:
                 found[key] = _image_bytes(row[image_column], files)
     else:  # the rows' own question and options, as the entry's reader gives them
