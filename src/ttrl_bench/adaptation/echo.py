@@ -1,5 +1,6 @@
-"""ECHO's update rule (papers/echo.txt Sections 3.2-3.4): entropy-confidence hybrid token advantages
-and a confidence-adaptive clip range, as the authors' code computes them (user683/ECHO,
+"""ECHO's update rule (ECHO: Entropy-Confidence Hybrid Optimization for Test-Time Reinforcement Learning,
+arXiv 2602.02150, Sections 3.2-3.4): entropy-confidence hybrid token advantages and a confidence-adaptive
+clip range, as the authors' code computes them (user683/ECHO @6f7b311,
 verl/verl/trainer/ppo/core_algos.py `apply_hybrid_advantage_shaping`, defaults in
 verl/verl/trainer/config/ppo_trainer.yaml `algorithm.hybrid_adv`).
 
@@ -7,14 +8,26 @@ verl/verl/trainer/config/ppo_trainer.yaml `algorithm.hybrid_adv`).
   S_it  = clamp(alpha * z(H_it) + beta * z(1 - C_it), -s_max, s_max)              (Eq. 16)
   eps_i = eps_min + (eps_max - eps_min) * sigmoid(kappa * (1 - C_tail_i))          (Eq. 14)
 
-H_it is the token entropy and C_it the mean probability of the top-k tokens (k = 5), both from the
-temperature-scaled logits of the policy that sampled the rollouts (the authors' `compute_log_prob`
-pass, dp_actor.py `_compute_topk_confidence`); z is verl's `masked_whiten`: one mean and one
-unbiased variance over every completion token of the training batch (all prompts, all trained
-rollouts), not per completion. C_tail_i is the plain mean of C over the last `tail_window` (16)
-tokens of completion i (core_algos.py `_compute_tail_confidence`; Eq. 13's second smoothing is not
-in the code). The tree rollout of Section 3.1 is off in the authors' example scripts
-(verl/examples/ttrl_echo/*/*.sh: `actor_rollout_ref.rollout.deepconf.enable=False`), so it is not built.
+H_it is the token entropy and C_it the token confidence, both from the temperature-scaled logits of
+the policy that sampled the rollouts (the authors' `compute_log_prob` pass). Which confidence is a
+named option (hyper-parameter `token_confidence`), because the paper and the shipped scripts differ:
+  - "top_k" (the `clean` protocol, the paper's reading: "C_it ... the token-level top-k confidence
+    computed from the logits", Section 3.3 under Eq. 16): the mean probability of the k = 5 most likely
+    tokens (dp_actor.py `_compute_topk_confidence`). That path runs only without remove-padding
+    (dp_actor.py:266-274).
+  - "sampled" (the `authors` protocol): the probability of the sampled token. Every shipped script sets
+    `actor_rollout_ref.model.use_remove_padding=True` (verl/examples/ttrl_echo/Qwen2.5/*.sh:53), whose
+    forward (dp_actor.py:114-242) computes no confidence, and `compute_log_prob` then falls back to
+    exp(log-prob of the sampled token) (dp_actor.py:387-390).
+  The two give different clips: five probabilities sum to at most 1, so the top-5 mean is at most 0.2,
+  C_tail <= 0.2 and eps >= 0.05 + 0.15 sigmoid(3.2) = 0.194 (the clip stays in [0.194, 0.2): all but
+  fixed); the sampled token's probability spans (0, 1], so eps spans [0.125, 0.2) (0.125 at C_tail = 1).
+z is verl's `masked_whiten`: one mean and one unbiased variance over every completion token of the
+training batch (all prompts, all trained rollouts), not per completion. C_tail_i is the plain mean of C
+over the last `tail_window` (16) tokens of completion i (core_algos.py `_compute_tail_confidence`;
+Eq. 13's second smoothing is not in the code). The tree rollout of Section 3.1 is off in the authors'
+example scripts (verl/examples/ttrl_echo/*/*.sh: `actor_rollout_ref.rollout.deepconf.enable=False`), so
+it is not built.
 """
 
 from __future__ import annotations
@@ -34,8 +47,12 @@ ECHO_DEFAULTS = {
     "eps_min": 0.05,
     "eps_max": 0.2,
     "kappa": 4.0,
-    "use_adaptive_clip": True,  # False: TRL's fixed epsilon (ECHO Table 4 "w/o CA-Clip")
+    "use_adaptive_clip": True,  # False: TRL's fixed epsilon (ECHO Table 3, the ablation's "-CA-Clip" rows)
 }
+
+# The token confidence C_it (module docstring): the paper's top-k mean or the sampled token's probability,
+# which the authors' shipped scripts compute (hyper-parameter `token_confidence`; plan/protocols.py).
+TOKEN_CONFIDENCES = ("top_k", "sampled")
 
 
 def check_update(params: dict) -> dict:
@@ -65,13 +82,24 @@ def masked_whiten(values: torch.Tensor, mask: torch.Tensor, reduce: Callable = _
     return ((x - mean) * torch.rsqrt(var.clamp(min=0) + 1e-8)).to(values.dtype)
 
 
-def token_statistics(logits: torch.Tensor, token_ids: torch.Tensor, top_k: int = 5):
+def check_token_confidence(which: str) -> str:
+    if which not in TOKEN_CONFIDENCES:
+        raise ValueError(f"adaptation.hyperparameters.<task>.token_confidence = {which!r}; known: "
+                         f"{', '.join(TOKEN_CONFIDENCES)}")
+    return which
+
+
+def token_statistics(logits: torch.Tensor, token_ids: torch.Tensor, top_k: int = 5, confidence: str = "top_k"):
     """Per position of (B, T, V) already temperature-scaled logits: the log-probability of `token_ids`,
-    the entropy, and the mean probability of the `top_k` most likely tokens (dp_actor.py
-    `_compute_topk_confidence`)."""
+    the entropy, and the confidence: the mean probability of the `top_k` most likely tokens (dp_actor.py
+    `_compute_topk_confidence`) or, `confidence` "sampled", the probability of `token_ids` itself (the
+    remove-padding fallback, dp_actor.py:387-390)."""
+    check_token_confidence(confidence)
     logp = torch.log_softmax(logits.float(), dim=-1)
     token_logps = logp.gather(-1, token_ids.unsqueeze(-1)).squeeze(-1)
     entropy = -(logp.exp() * logp).sum(-1)
+    if confidence == "sampled":
+        return token_logps, entropy, token_logps.exp().clamp(0.0, 1.0)
     confidence = logp.topk(min(top_k, logp.size(-1)), dim=-1).values.exp().mean(-1).clamp(0.0, 1.0)
     return token_logps, entropy, confidence
 
@@ -112,16 +140,18 @@ class LogitStatistics:
     """Stands in for the policy in TRL's `_get_per_token_logps_and_entropies`, which slices every
     family's image inputs per chunk and reads `.log_probs` / `.entropy`: TRL's fused LM head yields
     no top-k probabilities, so this runs the model's own forward on the completion positions
-    (`logits_to_keep`) and keeps each chunk's top-k confidence as well."""
+    (`logits_to_keep`) and keeps each chunk's confidence as well (`confidence`: "top_k" or "sampled")."""
 
-    def __init__(self, model, logits_to_keep: int, temperature: float, top_k: int):
+    def __init__(self, model, logits_to_keep: int, temperature: float, top_k: int, confidence: str = "top_k"):
         self.model, self.keep, self.temperature, self.top_k = model, logits_to_keep, temperature, top_k
+        self.kind = check_token_confidence(confidence)
         self.confidence: list[torch.Tensor] = []
 
     def __call__(self, labels=None, fused_lm_head=None, **inputs):
         # position p's logits predict token p + 1: the last `keep` tokens need the `keep + 1` last logits
         logits = self.model(**inputs, logits_to_keep=self.keep + 1).logits[:, :-1] / self.temperature
-        logps, entropy, confidence = token_statistics(logits, inputs["input_ids"][:, -self.keep :], self.top_k)
+        logps, entropy, confidence = token_statistics(logits, inputs["input_ids"][:, -self.keep :], self.top_k,
+                                                      self.kind)
         self.confidence.append(confidence)
         return _Statistics(logps, entropy)
 

@@ -1,27 +1,38 @@
-"""Math answers (ECHO, papers/echo.txt Section 4 and Appendix A.3): where the final answer is in a
-completion, and one normal form per answer so that the majority vote pools equal answers and
-pass@k compares them with the gold.
+"""Math answers (ECHO: Entropy-Confidence Hybrid Optimization for Test-Time Reinforcement Learning, arXiv
+2602.02150, Section 4 and Appendix A.3): where the final answer is in a completion, one normal form per
+answer so that the majority vote pools equal answers and pass@k compares them with the gold, and the
+authors' own evaluation grader beside ours.
 
-What the authors' code does (user683/ECHO):
-  - extraction, standalone_inference.py `extract_answer`: the content of the last \\boxed{...}
-    (braces balanced, verl/utils/reward_score/ttrl_math/math_utils.py `last_boxed_only_string`);
-    else an output that starts with yes / no; else an output that is one option letter; else the
-    last number in the output.
-  - normalisation, ttrl_math/math_normalize.py `normalize_answer` (Hendrycks' MATH
-    `_strip_string`): \\text{} unwrapped, \\left / \\right, degrees, \\$ and \\% dropped, units after
-    "\\text{ " dropped, "k = 5" -> "5", \\sqrt3 -> \\sqrt{3}, spaces dropped, \\frac12 -> \\frac{1}{2},
-    tfrac / dfrac -> frac, "a/b" -> \\frac{a}{b}, "0.5" -> \\frac{1}{2}.
-  - correctness, standalone_inference.py `check_correctness`: equal normal forms (also ignoring
-    case); a predicted letter equal to the gold's first character; sympy / mathd equivalence;
-    numbers equal within a relative tolerance of 1e-4 (math_utils.py `numeric_equal`).
-  - the vote (verl/trainer/ppo/ttrl_utils.py `_majority_vote`): boxed answers, sympy-simplified,
-    counted as strings.
+What the authors' code does (user683/ECHO @6f7b311):
+  - evaluation extraction, standalone_inference.py:55-77 `extract_answer`: the content of the last
+    \\boxed{...} (braces balanced, verl/utils/reward_score/ttrl_math/math_utils.py:891-925
+    `last_boxed_only_string` / `remove_boxed`); else an output that starts with yes / no; else an output
+    that is one option letter A-D; else the last number (-?\\d+\\.?\\d*) in the output; else "".
+  - normalisation, ttrl_math/math_normalize.py `normalize_answer` (Hendrycks' MATH `_strip_string`):
+    \\text{} unwrapped, \\left / \\right, degrees, \\$ and \\% dropped, units after "\\text{ " dropped,
+    "k = 5" -> "5", \\sqrt3 -> \\sqrt{3}, spaces dropped, \\frac12 -> \\frac{1}{2}, tfrac / dfrac ->
+    frac, "a/b" -> \\frac{a}{b}, "0.5" -> \\frac{1}{2}.
+  - evaluation correctness, standalone_inference.py:86-122 `check_correctness`: LENIENT, not exact. In
+    order: equal normal forms (also ignoring case); a predicted letter A-D equal to the gold's FIRST
+    CHARACTER (so gold "B. 30" and gold "Bob" both accept "B"); the predicted normal form equal to the
+    normal form of ANY number in the gold string (so gold "2\\sqrt{3}" accepts "2" and "3", gold "A.8"
+    accepts "8"); then mathd / sympy equivalence (math_utils.py `grade_answer_mathd`,
+    `grade_answer_sympy`). `lenient_correct` below is that order, config evaluation.math.grader
+    "lenient" (the `authors` protocol).
+  - the vote (verl/trainer/ppo/ttrl_utils.py:106-119 `_majority_vote`, ttrl_math/__init__.py:27-30
+    `extract_answer`): only completions with a whole \\boxed{...} vote (their sympy-simplified content
+    counted as strings); the reward (ttrl_math/__init__.py:64-75 `compute_score`) gives an unboxed
+    completion 0. `boxed_answer` below; hyper-parameter answer_parser "boxed" (the `authors` protocol).
 
-Here (no sympy in the hot path): the same extraction, plus an "answer is X" / "Answer: X" statement
-before the last number; the same normalisation, then every plain number in any notation ("0.5",
-"1/2", "\\frac{1}{2}", "\\dfrac12", "1,000") becomes one canonical number string, which stands in
-for the authors' sympy simplification of the vote; a number followed by a unit word ("12 cm") is
-the number. Plain-text answers (no LaTeX) compare case-insensitively, as `check_correctness` does.
+Ours (the `clean` protocol, grader "exact"; no sympy in the hot path): the same extraction, plus an
+"answer is X" / "Answer: X" statement before the last number, in the votes too (a completion cut off
+before its box still votes with its last stated answer); the same normalisation, then every plain number
+in any notation ("0.5", "1/2", "\\frac{1}{2}", "\\dfrac12", "1,000") becomes one canonical number string,
+which stands in for the authors' sympy simplification; a number followed by a unit word ("12 cm") is the
+number. An answer is right when its normal form equals the gold's or both are numbers within a relative
+tolerance of 1e-4 (math_utils.py `numeric_equal`'s tolerance); no number inside the gold counts on its
+own, and a letter is compared with the gold letter, not with a gold text's first character. Plain-text
+answers (no LaTeX) compare case-insensitively, as `check_correctness` does.
 """
 
 from __future__ import annotations
@@ -194,3 +205,76 @@ def letters_of(answer: str | None, options: list[str]) -> str | None:
     wanted = normalize_math_answer(s)
     named = [letter for letter, option in zip(valid, options) if normalize_math_answer(option) == wanted]
     return named[0] if len(named) == 1 else None
+
+
+# ---- the authors' evaluation (standalone_inference.py) and vote (ttrl_utils.py), the `authors` protocol ----
+
+# standalone_inference.py:190, verbatim (its double space included): the system turn of their evaluation,
+# whose user turn is the test item's text alone (their data/save_as_json.py `prompt`: the question and
+# "\n\nChoices:\n..."), with none of training's "Please reason step by step" suffix
+AUTHORS_EVAL_SYSTEM = ("Please directly answer the question and provide the correct option letter and  put your "
+                       "answer within \\boxed{}.")
+_AUTHORS_LETTER = re.compile(r"^\s*([A-D])[\.\)]?\s*$", re.IGNORECASE)
+_AUTHORS_NUMBER = re.compile(r"-?\d+\.?\d*")
+
+
+def boxed_answer(text: str | None) -> str | None:
+    """The content of the last whole \\boxed{...}, as the authors' vote reads it (ttrl_math `extract_answer`:
+    "\\boxed" must be followed by "{" and its brace closed); None otherwise: no box, a box cut off by the
+    token limit, "\\boxed 5", or an \\fbox after which no \\boxed comes."""
+    if not isinstance(text, str):
+        return None
+    start = text.rfind("\\boxed")
+    if start < 0 or not text.startswith("\\boxed{", start):
+        return None
+    depth = 0
+    for i in range(start + len("\\boxed"), len(text)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start + len("\\boxed{") : i]
+    return None
+
+
+def authors_answer_text(text: str | None) -> str:
+    """The authors' evaluation extraction (standalone_inference.py `extract_answer`): the last box's
+    content, else "Yes" / "No" for an output starting so, else a lone option letter, else the last
+    number, else ""."""
+    if not isinstance(text, str) or not text.strip():
+        return ""
+    text = text.strip()
+    boxed = boxed_answer(text)
+    if boxed is not None:
+        return boxed.strip()
+    lowered = text.lower()
+    if lowered.startswith("yes"):
+        return "Yes"
+    if lowered.startswith("no"):
+        return "No"
+    if match := _AUTHORS_LETTER.match(text):
+        return match.group(1).upper()
+    numbers = _AUTHORS_NUMBER.findall(text)
+    return numbers[-1] if numbers else ""
+
+
+def lenient_correct(pred: str | None, gold) -> bool:
+    """The authors' evaluation grading (standalone_inference.py `check_correctness`, module docstring), the
+    normal forms ours: equal normal forms; a predicted letter A-D equal to the gold's first character; the
+    prediction's normal form equal to that of any number in the gold; else ours (equal, or numbers within
+    1e-4) standing in for their mathd / sympy equivalence. An empty prediction is wrong."""
+    if pred is None or gold is None:
+        return False
+    pred, gold = str(pred), str(gold)
+    pred_norm, gold_norm = normalize_math_answer(pred), normalize_math_answer(gold)
+    if pred_norm is None:
+        return False
+    if pred_norm == gold_norm or (gold_norm is not None and pred_norm.lower() == gold_norm.lower()):
+        return True
+    letter = pred.strip().upper()
+    if letter in {"A", "B", "C", "D"} and gold.strip()[:1].upper() == letter:
+        return True
+    if any(pred_norm == normalize_math_answer(number) for number in _AUTHORS_NUMBER.findall(gold.strip())):
+        return True
+    return gold_norm is not None and numbers_close(pred_norm, gold_norm)

@@ -53,10 +53,12 @@ def generate_sampled(model, processor, prompts: list[str], images: list, max_new
         batch = processor(
             text=texts, images=images[start : start + batch_size], return_tensors="pt", padding=True
         ).to(model.device)
-        # top_k=0: no top-k cut (vLLM's default, and the checkpoint's generation config may set one)
+        # top_k 0: no top-k cut (vLLM's default, and the checkpoint's generation config may set one), unless
+        # the config sets one (evaluation.math.top_k: the ECHO authors' 50)
         with generation_precision(model):
             generated = model.generate(**batch, do_sample=True, temperature=float(sampling["temperature"]),
-                                       top_p=float(sampling.get("top_p", 1.0)), top_k=0, num_return_sequences=n,
+                                       top_p=float(sampling.get("top_p", 1.0)), top_k=int(sampling.get("top_k") or 0),
+                                       num_return_sequences=n,
                                        max_new_tokens=max_new_tokens)
         decoded = processor.batch_decode(generated[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
         outputs.extend(decoded[i : i + n] for i in range(0, len(decoded), n))  # grouped by prompt

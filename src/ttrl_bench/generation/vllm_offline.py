@@ -30,8 +30,9 @@ class VllmGreedy:
         if self.sampling is None:
             return SamplingParams(temperature=0.0, max_tokens=self.max_new_tokens, detokenize=False)
         s = self.sampling
+        top_k = {"top_k": int(s["top_k"])} if s.get("top_k") else {}  # evaluation.math.top_k; unset: vLLM's none
         return SamplingParams(n=int(s["n"]), temperature=float(s["temperature"]), top_p=float(s.get("top_p", 1.0)),
-                              seed=int(s.get("seed", 0)), max_tokens=self.max_new_tokens, detokenize=False)
+                              seed=int(s.get("seed", 0)), max_tokens=self.max_new_tokens, detokenize=False, **top_k)
 
     def __call__(self, processor, prompts: list[str], images: list, systems: list[str | None] | None = None) -> list:
         systems = systems or [None] * len(prompts)
