@@ -35,6 +35,7 @@ def png(width=64, height=48, color=(200, 30, 30)) -> bytes:
 GOOD, LARGE, CORRUPT = png(), png(1200, 900), b"this is not an image"
 THREE_IMAGES = [GOOD, LARGE, CORRUPT]
 STANDARD_DROPS = {"original": 3, "kept": 1, "dropped": {"too_large": 1, "unreadable": 1}}
+GROUNDING_DROPS = {"original": 3, "kept": 2, "dropped": {"unreadable": 1}}  # VR-TTRL sets: no size filter
 
 
 def save(tmp_path, columns: dict, features: dict) -> dict:
@@ -596,9 +597,9 @@ def test_refcoco_boxes_and_masks_in_original_pixels(tmp_path, name):
          "bbox": datasets.List(datasets.Value("float32")), "iscrowd": datasets.Value("int8"),
          "file_name": datasets.Value("string")})
     stats, manifest = prepare(tmp_path, name, source)
-    # one sample per referring expression: 2 + 1 + 1
-    assert counts(stats) == {"original": 4, "kept": 2, "dropped": {"too_large": 1, "unreadable": 1}}
-    assert list(manifest["query"]) == ["man on the left", "guy in red"]
+    # one sample per referring expression: 2 + 1 + 1; the 1200 x 900 image kept (no size filter for VR-TTRL's sets)
+    assert counts(stats) == {"original": 4, "kept": 3, "dropped": {"unreadable": 1}}
+    assert list(manifest["query"]) == ["man on the left", "guy in red", "dog"]
     row = manifest.iloc[0]
     assert [list(b) for b in row["boxes"]] == [[10, 20, 40, 60]]  # COCO [x, y, w, h] -> [x1, y1, x2, y2]
     assert [list(p) for p in row["points"]] == [[25, 40]]
@@ -626,7 +627,7 @@ def test_reasonseg_mask_gives_the_box(tmp_path, name):
                    "image_id": datasets.Value("string"), "ann_id": datasets.Value("string"),
                    "img_height": datasets.Value("int64"), "img_width": datasets.Value("int64")})
     stats, manifest = prepare(tmp_path, name, source)
-    assert counts(stats) == {"original": 3, "kept": 1, "dropped": {"too_large": 1, "unreadable": 1}}
+    assert counts(stats) == GROUNDING_DROPS
     row = manifest.iloc[0]
     assert [list(b) for b in row["boxes"]] == [[3, 5, 13, 15]]
     rle = json.loads(row["mask"])
@@ -649,10 +650,10 @@ def test_pixmo_count_points_and_count(tmp_path, name):
                    "label": datasets.Value("string"), "image": datasets.Image()})
     assert datasets.load_from_disk(source["path"])[0]["points"] == {"x": [10.0, 20.0, 30.0], "y": [5.0, 5.0, 5.0]}
     stats, manifest = prepare(tmp_path, name, source)
-    assert counts(stats) == {"original": 4, "kept": 2, "dropped": {"too_large": 1, "unreadable": 1}}
+    assert counts(stats) == {"original": 4, "kept": 3, "dropped": {"unreadable": 1}}  # no size filter
     assert (manifest.iloc[0]["query"], manifest.iloc[0]["count"]) == ("dog", 3)
     assert [list(p) for p in manifest.iloc[0]["points"]] == [[10, 5], [20, 5], [30, 5]]  # pixels, as given
-    assert (manifest.iloc[1]["query"], manifest.iloc[1]["count"], list(manifest.iloc[1]["points"])) == ("hen", 4, [])
+    assert (manifest.iloc[2]["query"], manifest.iloc[2]["count"], list(manifest.iloc[2]["points"])) == ("hen", 4, [])
 
 
 def test_countbench_query_is_the_counted_noun(tmp_path):
@@ -661,7 +662,7 @@ def test_countbench_query_is_the_counted_noun(tmp_path):
                   {"image": datasets.Image(), "text": datasets.Value("string"), "question": datasets.Value("string"),
                    "number": datasets.Value("int64")})
     stats, manifest = prepare(tmp_path, "countbench", source)
-    assert counts(stats) == STANDARD_DROPS
+    assert counts(stats) == GROUNDING_DROPS
     assert (manifest.iloc[0]["query"], manifest.iloc[0]["count"]) == ("dogs", 2)
 
 
@@ -671,7 +672,9 @@ COVERED = set(WDS_ENTRIES) | set(REFCOCO_ENTRIES) | {
     "food101", "imagenet", "mme", "seed-bench", "ai2d", "crpe", "mathvista", "mathverse", "realworldqa",
     "logicvista", "mathvision", "capture", "reasonseg", "reasonseg-test", "reasonseg-train", "pixmo-count", "pixmo-count-test",
     "countbench", "demo-digits", "demo-digit-scenes", "demo-digit-scenes-train",
-    "geometry3k", "geoqa", "mathvision-math", "mathverse-math", "mathvista-math", "logicvista-math"}
+    "geometry3k", "geoqa", "mathvision-math", "mathverse-math", "mathvista-math", "logicvista-math",
+    # VisionReasoner's copies: fixtures in tests/test_vr_ttrl_protocol.py
+    "vr-refcoco-testA", "vr-refcoco+-testA", "vr-refcocog", "vr-pixmo-count", "vr-pixmo-count-test", "vr-countbench"}
 
 
 def test_every_registry_entry_has_a_fixture_test():

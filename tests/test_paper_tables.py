@@ -43,14 +43,15 @@ RUNS = [
     _run("vr", "vr-ttrl", "pixmo-count", "pixmo-count", 80.0, metric="count_accuracy"),
     _run("vr", "vr-ttrl", "pixmo-count-test", "pixmo-count-test", 70.0, metric="count_accuracy"),
     _run("vr", "vr-ttrl", "countbench", "countbench", 90.0, metric="count_accuracy"),
-    _run("vr", "vr-ttrl", "refcocog", "refcocog", 75.0, metric="box_giou", extra={"box_ciou": 70.0},
+    # VR-TTRL's gIoU / cIoU cells: SAM2-mask metrics (giou / ciou), never box_giou (test_box_masks_never_fill...)
+    _run("vr", "vr-ttrl", "refcocog", "refcocog", 75.0, metric="giou", extra={"ciou": 70.0},
          seconds_per_sample=80.0),
-    _run("vr", "tent", "refcocog", "refcocog", 60.0, metric="box_giou", extra={"box_ciou": 55.0}),  # VR-TTRL Table 10
+    _run("vr", "tent", "refcocog", "refcocog", 60.0, metric="giou", extra={"ciou": 55.0}),  # VR-TTRL Table 10
     # VR-TTRL Table 11: trained offline on the training splits (200 samples), evaluated on the test splits
-    _run("q7", "offline-train-split", "reasonseg-train", "reasonseg", 45.0, n="200", metric="box_giou",
-         extra={"box_ciou": 44.0}),
-    _run("q7", "offline-train-split", "refcocog-train", "refcocog", 52.0, n="200", metric="box_giou",
-         extra={"box_ciou": 51.0}),
+    _run("q7", "offline-train-split", "reasonseg-train", "reasonseg", 45.0, n="200", metric="giou",
+         extra={"ciou": 44.0}),
+    _run("q7", "offline-train-split", "refcocog-train", "refcocog", 52.0, n="200", metric="giou",
+         extra={"ciou": 51.0}),
 ]
 RUNS_FRAME = pd.DataFrame([run for run, _ in RUNS])
 METRICS_FRAME = pd.DataFrame([m for _, ms in RUNS for m in ms])
@@ -143,9 +144,21 @@ def test_cells_without_our_run_are_not_run(comparison, where):
     assert cell["status"] == "not run" and pd.isna(cell["ours"]) and pd.isna(cell["delta"])
 
 
-def test_box_mask_stand_in_is_named(comparison):
+def test_mask_cells_name_the_mask_metric(comparison):
     assert _cell(comparison, "vr-ttrl", 7, "VisionReasoner-7B", "vr-ttrl-8-rollouts", "RefCOCOg-test",
-                 "giou")["our_metric"] == "box_giou"
+                 "giou")["our_metric"] == "giou"
+
+
+def test_box_masks_never_fill_a_published_mask_cell():
+    """Issue 35: a run without SAM2 (box_giou / box_ciou, the boxes as masks) is our own metric: the
+    paper's SAM2-mask gIoU / cIoU cells stay "not run" however close its value."""
+    box_only = [_run("vr", "vr-ttrl", "refcocog", "refcocog", 73.19, metric="box_giou", extra={"box_ciou": 69.16})]
+    ours = pt.our_cells(PUBLISHED, pd.DataFrame([r for r, _ in box_only]), pd.DataFrame([m for _, ms in box_only for m in ms]),
+                        PREP, BENCHMARKS, MODELS, DATASETS)
+    assert not ours["our_metric"].isin(["box_giou", "box_ciou"]).any()
+    cell = _cell(pt.compare(PUBLISHED, ours), "vr-ttrl", 7, "VisionReasoner-7B", "vr-ttrl-8-rollouts", "RefCOCOg-test",
+                 "giou")
+    assert cell["status"] == "not run" and pd.isna(cell["ours"])
 
 
 def test_every_published_cell_appears_exactly_once(comparison):
@@ -268,11 +281,11 @@ def test_appendix_c_baselines_and_offline_runs_in_the_store_render_in_tables_10_
     from ttrl_bench.cli import main
 
     names = {"qwen": "Qwen2.5-VL-7B"}
-    dirs = [_eval_dir(tmp_path / "eval", "qwen", method, "refcocog", "refcocog", 20, {"box_giou": value})
+    dirs = [_eval_dir(tmp_path / "eval", "qwen", method, "refcocog", "refcocog", 20, {"giou": value})
             for method, value in [("tent", 40.0), ("memo", 41.0), ("sft-greedy-pseudo-label", 36.0),
                                   ("sft-majority-pseudo-label", 47.0)]]
     dirs.append(_eval_dir(tmp_path / "eval", "qwen", "offline-train-split", "reasonseg-train", "reasonseg", 200,
-                          {"box_giou": 48.0, "box_ciou": 50.0}))
+                          {"giou": 48.0, "ciou": 50.0}))
     db = tmp_path / "b.duckdb"
     ingest(db, dirs, [], [])
     out = tmp_path / "t"

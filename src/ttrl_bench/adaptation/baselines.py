@@ -1,4 +1,4 @@
-"""VR-TTRL Appendix C's single-sample baselines (papers/vr-ttrl.txt C.1): Tent-style entropy
+"""VR-TTRL Appendix C's single-sample baselines (VR-TTRL, Single-Sample Test-Time RL for VLMs, anonymous submission, C.1): Tent-style entropy
 minimisation, MEMO-style consistency over augmentations, SFT on the greedy pseudo-label, SFT on the
 consensus pseudo-label. Each adapts one test sample from the base weights; per_sample.py restores
 them afterwards, as for VR-TTRL.
@@ -24,6 +24,7 @@ from datasets import Dataset
 from PIL import Image
 from transformers import Trainer, TrainingArguments
 
+from ..datasets.preprocessing import model_view
 from ..models.families import completion_logits, vision_tower
 from ..runs.processes import process_state
 from . import losses
@@ -157,7 +158,7 @@ def adapt_baseline(model, processor, manifest: pd.DataFrame, image_root: Path, m
     hp = method["hyperparameters"]
     row = manifest.iloc[0].to_dict()
     with Image.open(Path(image_root) / row["image"]) as im:
-        image = im.convert("RGB")
+        image = model_view(im.convert("RGB"), row.get("input_size"))  # GroundingTask.view's input_size
     start = time.perf_counter()
     # the pseudo-answer is as long as VR-TTRL's rollouts may be
     answer = pseudo_answer(model, processor, row, image, method, seed, hp["max_completion_length"])

@@ -1,4 +1,4 @@
-"""VR-TTRL's single-sample protocol (papers/vr-ttrl.txt Section 3, Appendix A): for every test
+"""VR-TTRL's single-sample protocol (VR-TTRL, Single-Sample Test-Time RL for VLMs, anonymous submission, Section 3, Appendix A): for every test
 sample independently, start from the base weights, run E rounds of (generate N, reward, update),
 predict greedily, restore the base weights. Weights are restored from a copy in host memory
 (pinned where CUDA is present, so the GPU holds only the model, its gradients and optimizer state),
@@ -16,6 +16,7 @@ import torch
 from PIL import Image
 from tqdm import tqdm
 
+from ..datasets.preprocessing import model_view
 from ..evaluation.tasks import GroundingTask
 from ..generation.hf import generate_greedy, generate_samples
 from ..rewards import grounding
@@ -70,7 +71,8 @@ def adapt_each_sample(model, processor, samples: pd.DataFrame, image_root: Path,
     outputs, logs, seconds = [], [], []
     for index, row in enumerate(tqdm(samples.to_dict("records"), desc="per-sample adaptation", unit="sample")):
         start = time.perf_counter()
-        image = Image.open(image_root / row["image"]).convert("RGB")
+        # resized to evaluation.grounding.input_size where the manifest has it (GroundingTask.view)
+        image = model_view(Image.open(image_root / row["image"]).convert("RGB"), row.get("input_size"))
         if method["hyperparameters"].get("updates", True):
             train_log = adapt_one(samples.iloc[[index]], base_weights)
             logs.append(train_log.assign(sample=row["id"], sample_updates=train_log.attrs["optimizer_steps"],

@@ -169,8 +169,9 @@ def resize_square(path: Path, side: int) -> None:
     resized.save(path, format="PNG", optimize=False)
 
 
-# VR-TTRL / VisionReasoner prompt (SPEC.md; Seg-Zero code). The model sees the image resized to
-# `image_side` (840 in the paper) and answers in those pixels; `scale_to_original` maps back.
+# VR-TTRL / VisionReasoner prompt (SPEC.md; Seg-Zero code). Manifests keep the original image and
+# original-pixel geometry; config `evaluation.grounding.input_size` (840 under the `authors` protocol)
+# shows the model the image resized to a square (model_view) and maps its answer back (to_original).
 GROUNDING_SYSTEM = "You are a helpful assistant."
 GROUNDING_EXAMPLE = (
     '[{"bbox_2d": [10,100,200,210], "point_2d": [30,110]}, '
@@ -187,3 +188,66 @@ GROUNDING_TEMPLATE = (
 
 def grounding_prompt(query: str) -> str:
     return GROUNDING_TEMPLATE.format(query=query, answer=GROUNDING_EXAMPLE)
+
+
+# VisionReasoner (dvlab-research/VisionReasoner @a455092) vision_reasoner/models/vision_reasoner_model.py:46
+# `self.resize_size = 840`: every image is resized to 840 x 840 before the model sees it, the only size
+# VisionReasoner-7B was trained (Seg-Zero training_scripts/visionreasoner_7b.yaml: VisionReasoner_multi_object_1k_840)
+# and evaluated on; the consensus thresholds (10 px box L1, 30 px point distance) are in those pixels.
+VISIONREASONER_SIDE = 840
+GROUNDING_QUERIES = ("as_given", "visionreasoner")
+
+
+def visionreasoner_query(query: str) -> str:
+    """The query as VisionReasoner asks it: lower-cased, then '.', '"', '?', '!' stripped from both ends
+    (evaluation/evaluation_segmentation.py:93 and evaluation_count.py:57; again in
+    vision_reasoner_model.py:230 `_generate_model_output`)."""
+    return query.lower().strip(".\"?!")
+
+
+def model_view(image, input_size: int | None):
+    """The image the model is shown: resized to input_size x input_size with PIL's bilinear filter
+    (vision_reasoner_model.py:225), or as it is for None."""
+    if not input_size:
+        return image
+    return image.resize((int(input_size), int(input_size)), Image.Resampling.BILINEAR)
+
+
+def _scaled(values, factors, offset: float) -> list | None:
+    try:
+        return [int(v * f + offset) for v, f in zip(values, factors)]
+    except (OverflowError, ValueError, TypeError):  # a coordinate that scales to infinity: no usable object
+        return None
+
+
+def to_original(objects: list | None, width: int, height: int, input_size: int | None) -> list | None:
+    """An answer given in the pixels of the input_size x input_size view, in the original image's:
+    `int(v * x_factor + 0.5)` with x_factor = width / input_size (y alike), VisionReasoner's
+    `extract_bbox_points_think` (vision_reasoner_model.py:110-119, factors from :223). Coordinates
+    become integers, rounded half up (int() truncates toward zero, so -0.7 * f + 0.5 rounds as they do).
+    Objects without a 4-number bbox_2d and a 2-number point_2d are kept as they are (still invalid);
+    one whose coordinates overflow loses them (invalid, as their bare `except` makes it)."""
+    from ..rewards.grounding import valid_object
+
+    if not input_size or objects is None:
+        return objects
+    fx, fy = width / input_size, height / input_size
+    out = []
+    for obj in objects:
+        if not valid_object(obj):
+            out.append(obj)
+            continue
+        box = _scaled(obj["bbox_2d"], (fx, fy, fx, fy), 0.5)
+        point = _scaled(obj["point_2d"], (fx, fy), 0.5)
+        out.append({**obj, "bbox_2d": box, "point_2d": point})
+    return out
+
+
+def to_model_view(objects: list[dict], width: int, height: int, input_size: int | None) -> list[dict]:
+    """Original-pixel objects (the gold) in the input_size x input_size view's pixels, unrounded: where
+    the rollouts' answers are scored against them in the training log."""
+    if not input_size:
+        return objects
+    fx, fy = input_size / width, input_size / height
+    return [{**o, "bbox_2d": [o["bbox_2d"][0] * fx, o["bbox_2d"][1] * fy, o["bbox_2d"][2] * fx, o["bbox_2d"][3] * fy],
+             "point_2d": [o["point_2d"][0] * fx, o["point_2d"][1] * fy]} for o in objects]

@@ -68,6 +68,18 @@ REASONSEG = {"image": "image", "query": "text", "mask": "mask"}
 REFCOCO_EV = ("lmms-eval lmms_eval/tasks/refcoco*/_default_template_seg_yaml @75571cf: lmms-lab-encoder/RefCOCO, RefCOCOplus, RefCOCOg "
               "(moved from lmms-lab, PR #1416 4be7ee0); HF card lmms-lab/RefCOCO: question_id, image, question, answer "
               "(list), segmentation (flat float polygon), bbox [x,y,w,h], iscrowd, file_name; splits val/test/testA/testB")
+# VisionReasoner's evaluation sets (the `authors` rows of VR-TTRL Table 2): one row per object
+VISIONREASONER_SEG = {"image": "image", "query": "text", "mask": "mask", "bbox": "bbox", "id": "ann_id"}
+VISIONREASONER_COUNT = {"image": "image", "query": "text", "count": "count", "id": "ann_id"}
+VISIONREASONER_EV = ("dvlab-research/VisionReasoner @a455092 README.md:243-259 (evaluation commands: Ricky06662/refcoco_testA, "
+                     "refcocoplus_testA, refcocog_test, ReasonSeg_val/test, counting_pixmo_validation, counting_pixmo_test, "
+                     "counting_countbench); load_dataset(path, split='test')")
+VISIONREASONER_SEG_EV = (VISIONREASONER_EV + "; evaluation/evaluation_segmentation.py:92-101 reads image, text "
+                         "(lower-cased, stripped), image_id, ann_id, mask (a bool HxW list), img_height, img_width, bbox "
+                         "(where present; [x1,y1,x2,y2] by compute_bbox_iou:38-59); one row per object (refcoco_testA "
+                         "1,975 rows per issue 35; not downloaded here)")
+VISIONREASONER_COUNT_EV = (VISIONREASONER_EV + "; evaluation/evaluation_count.py:56-64 reads image, text (lower-cased, "
+                           "stripped), image_id, ann_id, img_height, img_width, count; the text's wording not seen")
 SEGZERO_EV = ("dvlab-research/Seg-Zero evaluation_scripts/create_reasonseg_hf.py @42a3345: image, mask "
               "Sequence(Sequence(bool)), text, image_id, ann_id, img_height, img_width, pushed as split test; "
               "evaluation.py reads load_dataset(path, split='test')")
@@ -88,8 +100,12 @@ def _math(name, source, paper_name, reader, fields, split="test", **kw) -> Datas
 
 
 def _grounding(name, source, paper_name, split, reader, fields, task="grounding", **kw) -> DatasetSpec:
+    """A VR-TTRL set. No resolution filter: TTRV's 1,000 px limit (Appendix B) is TTRV's; VR-TTRL and
+    VisionReasoner keep every image (VisionReasoner evaluation/evaluation_segmentation.py:75-81 scores
+    every row of its test split; ReasonSeg draws on 1296 x 968 ScanNet frames)."""
     metric = "giou_ciou" if task == "grounding" else "count_accuracy"
-    return DatasetSpec(name, task, source, metric, paper_name, split=split, reader=reader, fields=fields, **kw)
+    return DatasetSpec(name, task, source, metric, paper_name, split=split, reader=reader, fields=fields,
+                       filter_resolution=False, **kw)
 
 
 _ENTRIES = [
@@ -198,7 +214,7 @@ _ENTRIES = [
          evidence="lmms-eval lmms_eval/tasks/logicvista/reasoning/logicvista_thinking.yaml @75571cf: lscpku/LogicVista split test; "
                   "Yijia-Xiao/LogicVista data/dataset.json @e5795f1: 448 questions, none with option lines: "
                   "options inline '(A) x (B) y' or in the image ('(A, B, C, or D)'); answers 'C', 'A, C', '3'"),
-    # ECHO (papers/echo.txt Section 4.1, Appendix A.1): two training sets the methods adapt on and four
+    # ECHO (arXiv 2602.02150 Section 4.1, Appendix A.1): two training sets the methods adapt on and four
     # targets, all in the "math" task (reasoned answer in \boxed{}, pass@k). Geometry3k: the Hub id of
     # user683/ECHO verl/data/save_as_json.py (default --dataset_name) and of MM-UPT's README; GeoQA: the
     # copy MM-UPT's README names (waltonfuture/MM-UPT), EasyR1's layout (images, problem, answer) like
@@ -247,6 +263,26 @@ _ENTRIES = [
     _grounding("reasonseg", "Ricky06662/ReasonSeg_val", "ReasonSeg-val", "test", "mask", REASONSEG, evidence=SEGZERO_EV),
     _grounding("reasonseg-test", "Ricky06662/ReasonSeg_test", "ReasonSeg-test", "test", "mask", REASONSEG,
                evidence=SEGZERO_EV),
+    # VisionReasoner's own evaluation copies of the VR-TTRL Table 2 splits (dvlab-research/VisionReasoner
+    # @a455092 evaluation/): one row per object where the lmms-lab copies above have one per referring
+    # expression, and its own counting sets. For the `authors` protocol (docs/protocols.md "VR-TTRL"); the
+    # lmms-lab / allenai / vikhyatk entries above stay for `clean`. ReasonSeg is already its copy (reasonseg).
+    _grounding("vr-refcoco-testA", "Ricky06662/refcoco_testA", "RefCOCO-testA", "test", "mask", VISIONREASONER_SEG,
+               description="VisionReasoner's RefCOCO testA: one row per object", evidence=VISIONREASONER_SEG_EV),
+    _grounding("vr-refcoco+-testA", "Ricky06662/refcocoplus_testA", "RefCOCO+-testA", "test", "mask",
+               VISIONREASONER_SEG, description="VisionReasoner's RefCOCO+ testA: one row per object",
+               evidence=VISIONREASONER_SEG_EV),
+    _grounding("vr-refcocog", "Ricky06662/refcocog_test", "RefCOCOg-test", "test", "mask", VISIONREASONER_SEG,
+               description="VisionReasoner's RefCOCOg (umd) test: one row per object", evidence=VISIONREASONER_SEG_EV),
+    _grounding("vr-pixmo-count", "Ricky06662/counting_pixmo_validation", "PixMo-Count-val", "test", "count_text",
+               VISIONREASONER_COUNT, task="counting", description="VisionReasoner's PixMo-Count validation copy",
+               evidence=VISIONREASONER_COUNT_EV),
+    _grounding("vr-pixmo-count-test", "Ricky06662/counting_pixmo_test", "PixMo-Count-test", "test", "count_text",
+               VISIONREASONER_COUNT, task="counting", description="VisionReasoner's PixMo-Count test copy",
+               evidence=VISIONREASONER_COUNT_EV),
+    _grounding("vr-countbench", "Ricky06662/counting_countbench", "CountBench-test", "test", "count_text",
+               VISIONREASONER_COUNT, task="counting", description="VisionReasoner's CountBench copy",
+               evidence=VISIONREASONER_COUNT_EV),
     # VR-TTRL Table 11's training splits (the offline variant adapts on them; their manifest rows are
     # split "train"). Neither has a Hub copy in these layouts (lmms-lab publishes RefCOCOg val / test
     # only; ReasonSeg's 239 training images are LISA's release): config `data.sources.<name>.path`.

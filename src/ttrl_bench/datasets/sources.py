@@ -436,6 +436,12 @@ def read_count_question(row, f, classes):
     return {"question": question, "answer": int(row[f["answer"]]), "query": noun.group(1) if noun else question}
 
 
+def read_count_text(row, f, classes):
+    """VisionReasoner's counting copies: the query as its `text` column gives it and the `count`
+    (evaluation/evaluation_count.py:56-64); no points."""
+    return {"query": row[f["query"]], "answer": int(row[f["count"]])}
+
+
 def read_count_points(row, f, classes):
     """PixMo-Count: an object label, a count and one point per object (none in the eval splits' rows)."""
     points = row[f["points"]] or []
@@ -528,11 +534,15 @@ def read_refer(row, f, classes, size):
 
 
 def read_mask(row, f, classes, size):
-    """ReasonSeg (Seg-Zero's layout): a query and a binary mask; the box is the mask's extent."""
+    """ReasonSeg (Seg-Zero's layout): a query and a binary mask; the box is the mask's extent, or the
+    row's `bbox` where the entry maps one (VisionReasoner's RefCOCO copies: [x1, y1, x2, y2], as its
+    evaluation_segmentation.py `compute_bbox_iou` reads it)."""
     mask = np.asarray(row[f["mask"]], dtype=bool)
     if mask.shape != (size[1], size[0]):
         raise ValueError(f"mask shape {mask.shape} does not match the image ({size[1]}, {size[0]})")
-    box = _box_of(mask)
+    box = [float(v) for v in row[f["bbox"]]] if "bbox" in f else _box_of(mask)
+    if len(box) != 4:
+        raise ValueError(f"field 'bbox' (column {f['bbox']!r}) has {len(box)} numbers, not 4")
     return [{"query": row[f["query"]], "boxes": [box], "points": [[(box[0] + box[2]) / 2, (box[1] + box[3]) / 2]],
              "mask": _rle(mask)}]
 
@@ -546,6 +556,7 @@ ROW_READERS = {
     "count_question": read_count_question,
     "capture": read_capture,
     "count_points": read_count_points,
+    "count_text": read_count_text,
     "math": read_math,
     "math_options_in_text": read_math_options_in_text,
 }

@@ -50,11 +50,14 @@ VLLM_CHUNK = 1024
 
 
 def decode_image(image_root: Path, sample: dict):
-    """(RGB image, None), or (None, the reason naming the sample id and file) when it does not decode."""
+    """(RGB image, None), or (None, the reason naming the sample id and file) when it does not decode.
+    A grounding sample with `input_size` (GroundingTask.view) is shown resized to that square."""
+    from ..datasets.preprocessing import model_view
+
     path = Path(image_root) / sample["image"]
     try:
         with Image.open(path) as im:
-            return im.convert("RGB"), None
+            return model_view(im.convert("RGB"), sample.get("input_size")), None
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as err:
         return None, f"sample {sample['id']}: image {path} does not decode: {err}"
 

@@ -1,9 +1,17 @@
 """Masks from predicted boxes and points through SAM2 (VR-TTRL / VisionReasoner evaluation: the
 policy answers boxes + points, SAM2 turns them into the masks gIoU and cIoU are computed on).
 
-Used when config `evaluation.grounding.sam2` names a local SAM2 checkpoint in transformers'
-format (e.g. a copy of facebook/sam2.1-hiera-large); without one, predicted masks are the boxes
-themselves and the metrics say so (box_giou / box_ciou).
+Used when config `evaluation.grounding.sam2` names a SAM2 checkpoint in transformers' format (a local
+directory, or a Hub id already in the Hugging Face cache: jobs run offline); without one, predicted masks are the
+boxes themselves and the metrics say so (box_giou / box_ciou), never in a published mask cell.
+
+VisionReasoner (dvlab-research/VisionReasoner @a455092) loads `facebook/sam2-hiera-large` (SAM2, not
+SAM2.1: vision_reasoner/models/vision_reasoner_model.py:35 and evaluation/evaluation_segmentation.py:21)
+and, per object, asks `SAM2ImagePredictor.predict(point_coords=[point], point_labels=[1], box=bbox)`
+with the predictor's default `multimask_output=True`: three candidate masks, sorted by their predicted
+IoU score, the first kept (vision_reasoner_model.py:177-186, `generate_masks`); the objects' masks are
+OR-ed. `evaluation.grounding.sam2_multimask: best_score` is that choice, `single` the decoder's one
+mask (`multimask_output=False`).
 """
 
 from __future__ import annotations
@@ -16,36 +24,84 @@ from PIL import Image
 
 from ..rewards import grounding
 
+SAM2_MULTIMASK = ("best_score", "single")
 
-class Sam2Masker:
-    """One SAM2 mask per predicted object (its box and its point as a positive click), their union."""
 
-    def __init__(self, checkpoint: str | Path, image_root: Path, device: str | None = None):
+def best_scored(scores) -> int:
+    """The candidate VisionReasoner keeps: `np.argsort(scores)[::-1]`'s first index
+    (vision_reasoner_model.py:183-185). The highest score; among equal highest scores the last one
+    (a 3-element argsort keeps equal scores in index order, and the reversal puts the last first)."""
+    return int(np.argsort(np.asarray(scores, dtype=float))[::-1][0])
+
+
+class TransformersSam2:
+    """transformers' Sam2Model as a predictor: `(image, boxes, points, multimask)` -> (masks
+    (objects, candidates, H, W) bool in the image's pixels, scores (objects, candidates)). One box
+    and one positive click per object, as VisionReasoner prompts it."""
+
+    def __init__(self, checkpoint: str | Path, device: str | None = None):
         from transformers import Sam2Model, Sam2Processor
 
-        checkpoint = Path(checkpoint)
-        if not checkpoint.is_dir():
-            raise FileNotFoundError(f"config `evaluation.grounding.sam2`: SAM2 checkpoint {checkpoint} is not a "
-                                    f"directory (a transformers Sam2Model save, e.g. facebook/sam2.1-hiera-large)")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model = Sam2Model.from_pretrained(checkpoint).to(self.device).eval()
         self.processor = Sam2Processor.from_pretrained(checkpoint)
-        self.image_root = Path(image_root)
 
     @torch.no_grad()
+    def __call__(self, image, boxes: list, points: list, multimask: bool):
+        inputs = self.processor(
+            images=image,
+            input_boxes=[[[float(v) for v in b] for b in boxes]],
+            input_points=[[[[float(v) for v in p]] for p in points]],
+            input_labels=[[[1] for _ in points]],
+            return_tensors="pt",
+        ).to(self.device)
+        outputs = self.model(**inputs, multimask_output=multimask)
+        masks = self.processor.post_process_masks(outputs.pred_masks.cpu(), inputs["original_sizes"].cpu())[0]
+        scores = outputs.iou_scores[0].float().cpu().numpy()  # (objects, candidates)
+        return masks.bool().numpy().reshape(len(boxes), -1, *masks.shape[-2:]), scores.reshape(len(boxes), -1)
+
+
+def _sam2_source(checkpoint: str | Path) -> str | Path:
+    """A local directory, or a Hub id ("facebook/sam2-hiera-large") read from the local cache; an
+    absent path is refused naming the config key."""
+    path = Path(checkpoint)
+    if path.is_dir():
+        return path
+    text = str(checkpoint)
+    hub_id = text.count("/") == 1 and not text.startswith((".", "/", "~")) and not path.exists()
+    if hub_id and not Path(text.split("/")[0]).exists():
+        return text
+    raise FileNotFoundError(f"config `evaluation.grounding.sam2`: SAM2 checkpoint {checkpoint} is not a directory "
+                            "(a transformers Sam2Model save) nor a Hub id (e.g. facebook/sam2-hiera-large)")
+
+
+class Sam2Masker:
+    """One SAM2 mask per predicted object (its box and its point as a positive click), their union.
+    `multimask` (config evaluation.grounding.sam2_multimask): "best_score" = VisionReasoner's three
+    candidates and the best-scored one; "single" = one mask per object. `predictor`: a stand-in for
+    the transformers model (tests), called as TransformersSam2 is."""
+
+    def __init__(self, checkpoint: str | Path | None, image_root: Path, device: str | None = None,
+                 multimask: str = "best_score", predictor=None):
+        if multimask not in SAM2_MULTIMASK:
+            raise ValueError(f"evaluation.grounding.sam2_multimask must be one of {', '.join(SAM2_MULTIMASK)}, "
+                             f"got {multimask!r}")
+        self.multimask = multimask
+        self.image_root = Path(image_root)
+        if predictor is None:
+            predictor = TransformersSam2(_sam2_source(checkpoint), device)
+        self.predictor = predictor
+        self.device = getattr(predictor, "device", device)
+        self.model = getattr(predictor, "model", None)
+
     def __call__(self, row: dict, objects: list[dict] | None) -> np.ndarray:
         objects = grounding.valid_objects(objects)
         mask = np.zeros((row["height"], row["width"]), dtype=bool)
         if not objects:
             return mask
         image = Image.open(self.image_root / row["image"]).convert("RGB")
-        inputs = self.processor(
-            images=image,
-            input_boxes=[[[float(v) for v in o["bbox_2d"]] for o in objects]],
-            input_points=[[[[float(v) for v in o["point_2d"]]] for o in objects]],
-            input_labels=[[[1] for _ in objects]],
-            return_tensors="pt",
-        ).to(self.device)
-        outputs = self.model(**inputs, multimask_output=False)
-        masks = self.processor.post_process_masks(outputs.pred_masks.cpu(), inputs["original_sizes"].cpu())[0]
-        return masks.bool().any(dim=0).reshape(masks.shape[-2:]).numpy() | mask
+        masks, scores = self.predictor(image, [o["bbox_2d"] for o in objects], [o["point_2d"] for o in objects],
+                                       self.multimask == "best_score")
+        for candidates, candidate_scores in zip(masks, scores):
+            mask |= np.asarray(candidates[best_scored(candidate_scores)], dtype=bool).reshape(mask.shape)
+        return mask

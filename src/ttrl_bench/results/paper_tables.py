@@ -26,13 +26,16 @@ PAPER_TABLES = [
     ("echo", 2), ("echo", 12),
 ]
 
-# The papers' metric -> ours; the first one a run has wins (a real SAM2 mask gIoU, once we have it,
-# before our box-mask stand-in). seconds_per_sample is the per-sample adaptation time of VR-TTRL.
+# The papers' metric -> ours; the first one a run has wins. seconds_per_sample is the per-sample adaptation
+# time of VR-TTRL. VR-TTRL's gIoU / cIoU are SAM2-mask metrics (VisionReasoner's evaluation): only our SAM2
+# masks' giou / ciou fill them; box_giou / box_ciou (the boxes as masks, no SAM2) are our own metrics, shown
+# in the layout of our runs (ttrv_table1_layout), never in a published mask cell. bbox_ap is VisionReasoner's
+# per-row box hit rate (evaluation/tasks.py bbox_hit; VR-TTRL Table 7).
 METRICS = {
     "top1_acc": ["accuracy"], "acc": ["accuracy"],
     "pass@1": ["pass@1", "accuracy"],  # sampled pass@1 (ECHO, evaluation.math), else greedy accuracy
     "acc_mean": ["accuracy"], "acc_std": ["accuracy"],  # TTRV Table 11: over seeds
-    "giou": ["giou", "box_giou"], "ciou": ["ciou", "box_ciou"], "count_acc": ["count_accuracy"],
+    "giou": ["giou"], "ciou": ["ciou"], "bbox_ap": ["bbox_ap"], "count_acc": ["count_accuracy"],
     "seconds_per_image": ["seconds_per_sample"],
 }
 # How a cell aggregates over seeds. TTRV Table 11 says "mean and standard deviation over 5 seeds"
@@ -41,7 +44,7 @@ SEED_AGGREGATE = {"acc_std": "std"}
 # Paper metrics that are percentages of test items: a binomial (Wilson) interval over the items.
 # gIoU / cIoU average per-item overlaps in [0, 1], whose variance is at most p(1 - p): the same
 # interval is conservative for them.
-PROPORTIONS = {"top1_acc", "acc", "pass@1", "acc_mean", "count_acc", "giou", "ciou"}
+PROPORTIONS = {"top1_acc", "acc", "pass@1", "acc_mean", "count_acc", "giou", "ciou", "bbox_ap"}
 Z95 = stats.norm.ppf(0.975)
 
 
@@ -253,7 +256,7 @@ def our_cells(published: pd.DataFrame, runs: pd.DataFrame, metrics: pd.DataFrame
               benchmarks: pd.DataFrame, model_names: dict[str, str], dataset_names: dict[str, str],
               main: tuple[str, str] = ("20", "random")) -> pd.DataFrame:
     """Our value for every cell of the published tables we can fill: columns KEY, ours, our_metric
-    (what we measured, e.g. box_giou where the paper scores SAM2 masks). `published` gives each
+    (what we measured: giou for the papers' SAM2-mask gIoU, never box_giou). `published` gives each
     table's vocabulary; `main` is the main grid's (n_adapt, sampling)."""
     long = _long_runs(runs, metrics, model_names, dataset_names)
     parts = []
@@ -378,11 +381,20 @@ PROTOCOLS = {"authors": "authors (the TTRV authors' template, parser and evaluat
              "clean": "clean (ours: the checkpoint's template, our parser; plan/protocols.py)"}
 
 
+# A paper whose `authors` protocol is another code base's pipeline: its own words (VR-TTRL has no code: its
+# authors protocol is VisionReasoner's evaluation, docs/protocols.md "VR-TTRL").
+PAPER_PROTOCOLS = {"vr-ttrl": {"authors": "authors (VisionReasoner's evaluation @a455092: SAM2 hiera-large masks, "
+                                          "best of three candidates; 840 x 840 input; lower-cased queries; 2,048 "
+                                          "tokens; plan/protocols.py)"}}
+
+
 def provenance_notes(comparison: pd.DataFrame) -> list[str]:
     """Whose test items each cell scored and under which protocol, e.g. "items: the TTRV authors' own ...
     for AI2D, DTD"; "protocol: authors (...) for AI2D, DTD"."""
     notes = []
-    for column, names in (("items", ITEMS), ("protocol", PROTOCOLS)):
+    papers = set(comparison["paper"]) if "paper" in comparison else set()
+    protocols = {**PROTOCOLS, **PAPER_PROTOCOLS.get(next(iter(papers)), {})} if len(papers) == 1 else PROTOCOLS
+    for column, names in (("items", ITEMS), ("protocol", protocols)):
         done = comparison[(comparison["status"] != "not run") & comparison[column].notna()] if column in comparison \
             else comparison.iloc[:0]
         for value, group in done.groupby(column):
@@ -392,7 +404,7 @@ def provenance_notes(comparison: pd.DataFrame) -> list[str]:
 
 
 def metric_notes(comparison: pd.DataFrame) -> list[str]:
-    """Which of our metrics stands in for each paper metric (e.g. box_giou for SAM2-mask gIoU)."""
+    """Which of our metrics stands in for each paper metric (e.g. accuracy for pass@1 of greedy runs)."""
     done = comparison[comparison["status"] != "not run"]
     return [f"{metric}: ours is {'; '.join(sorted(group['our_metric'].unique()))}"
             for metric, group in done.groupby("metric", sort=False)]
@@ -437,7 +449,7 @@ def fidelity_summary(comparison: pd.DataFrame) -> pd.DataFrame:
 def published_markers(published: pd.DataFrame, model_names: dict[str, str], dataset_names: dict[str, str]) -> pd.DataFrame:
     """The published score per (our model, method, dataset, our primary metric), from the first
     table reporting it: the paper's tick on the accuracy bars."""
-    primary = {"top1_acc": "accuracy", "acc": "accuracy", "giou": "box_giou", "count_acc": "count_accuracy"}
+    primary = {"top1_acc": "accuracy", "acc": "accuracy", "giou": "giou", "count_acc": "count_accuracy"}
     model = {paper: ours for ours, paper in model_names.items()}
     dataset = {paper: ours for ours, paper in dataset_names.items()}
     cells = published[published["metric"].isin(primary)]
