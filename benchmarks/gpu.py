@@ -86,7 +86,7 @@ def model_family(name: str) -> str:
 
 
 def prepare_data(tmp: Path, px: int | None, keep: int) -> tuple[Path, Path]:
-    """The demo sets cut to their first `keep` test samples, images upscaled to `px` (gpu-probe.md:
+    """The demo sets cut to their first `keep` test samples, images upscaled to `px` (docs/gpu-runs.md:
     digits at 896 px, scenes at 840 px; None keeps the demo's sizes)."""
     from ttrl_bench.datasets.prepare import prepare_test_subset
 

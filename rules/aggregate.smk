@@ -65,6 +65,7 @@ rule render_tables:
         datasets=json.dumps(config["tables"]["dataset_names"]),
         n_adapt=config["adaptation"]["n_samples"],
         sampling=config["adaptation"]["sampling"],
+        protocol=config["protocol"],
     log:
         "logs/render_tables.log",
     conda:
@@ -72,7 +73,7 @@ rule render_tables:
     shell:
         "{params.cli} render-tables --db {input} --out-dir results/tables"
         " --model-names {params.models:q} --dataset-names {params.datasets:q}"
-        " --n-adapt {params.n_adapt} --sampling {params.sampling} > {log} 2>&1"
+        " --n-adapt {params.n_adapt} --sampling {params.sampling} --protocol {params.protocol} > {log} 2>&1"
 
 
 rule plot_figures:
@@ -105,6 +106,7 @@ rule plot_figures:
         datasets=json.dumps(config["tables"]["dataset_names"]),
         n_adapt=config["adaptation"]["n_samples"],
         sampling=config["adaptation"]["sampling"],
+        protocol=config["protocol"],
     log:
         "logs/plot_figures.log",
     conda:
@@ -112,7 +114,7 @@ rule plot_figures:
     shell:
         "{params.cli} plot-figures --db {input} --out-dir results/figures"
         " --model-names {params.models:q} --dataset-names {params.datasets:q}"
-        " --n-adapt {params.n_adapt} --sampling {params.sampling} > {log} 2>&1"
+        " --n-adapt {params.n_adapt} --sampling {params.sampling} --protocol {params.protocol} > {log} 2>&1"
 
 
 rule audit_rewards:

@@ -27,7 +27,17 @@ configfile: "config/config.yaml"
 
 # The planning is the library's (src/ttrl_bench/plan): the job grid, each job's settings and
 # request, and every dry-run check, which stops the run before any job naming the config key.
-PLAN = Plan(validated(config))  # validated: also fills in the schema's defaults
+def checked(step, *args):
+    """A planning step; a config mistake (ValueError) ends the run with its message alone, without Snakemake's
+    traceback of this file."""
+    try:
+        return step(*args)
+    except ValueError as err:
+        print(f"config error: {err}", file=sys.stderr)
+        sys.exit(1)
+
+
+PLAN = checked(lambda: Plan(validated(config)))  # validated: also fills in the schema's defaults
 
 
 def slurm_profile():
@@ -38,13 +48,14 @@ def slurm_profile():
 
 
 if workflow.is_main_process and slurm_profile():
-    checks.check_slurm(os.environ, workflow.global_resources.get("gpu").value, largest_gpu_request(PLAN))
-checks.run_all(PLAN, workflow.overwrite_configfiles)  # after the profile check: a wrong flag first
+    checked(checks.check_slurm, os.environ, workflow.global_resources.get("gpu").value, largest_gpu_request(PLAN))
+checked(checks.run_all, PLAN, workflow.overwrite_configfiles,  # after the profile check: a wrong flag first
+        workflow.config_settings.replace_workflow_config)
 
 # One results tree per config (plan/results_tree.py): another config's run here stops before any job.
 CONFIG_FILES = config_files(workflow.overwrite_configfiles, workflow.config_settings.replace_workflow_config)
 if workflow.is_main_process:
-    check_results_tree(PLAN.results, CONFIG_FILES)
+    checked(check_results_tree, PLAN.results, CONFIG_FILES)
 
 
 onstart:
@@ -61,7 +72,7 @@ wildcard_constraints:
     dataset=one_of(REGISTRY),
     target=one_of(PLAN.datasets),
     train=one_of(PLAN.datasets + ["none"]),
-    protocol=r"n(\d+|all)_(random|biased-\d+)",
+    protocol=r"n(\d+|all)_(random|biased-\d+)(_authors)?",  # plan.grid.protocol_name
     seed=r"\d+",
 
 
@@ -100,7 +111,7 @@ def get_protocol_flags(wildcards):
 
 
 def get_eval_flags(wildcards):
-    return PLAN.eval_flags(wildcards.target if hasattr(wildcards, "target") else wildcards.dataset)
+    return PLAN.eval_flags(wildcards.target if hasattr(wildcards, "target") else wildcards.dataset, wildcards.protocol)
 
 
 def gpu_jobs_on_cpu():

@@ -457,3 +457,30 @@ def test_batch_layout_refuses_a_generation_batch_that_neither_divides_nor_fills_
         batch_layout({**hp, "generation_batch_size": 8})
     with pytest.raises(ValueError, match="multiple of num_generations 4"):
         batch_layout({**hp, "micro_batch_size": 2, "generation_batch_size": 6})
+
+
+def test_a_failing_vllm_rollout_names_the_hf_backend():
+    """A vLLM rollout's error (here a KeyError from inside the engine) says to set rollout_backend: hf; the
+    project's own refusals (ValueError) pass unchanged, and without vLLM nothing is rewrapped."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from ttrl_bench.adaptation import grpo as _grpo
+
+    def failing(error):
+        def generate(prompts):
+            raise error
+        return generate
+
+    model = torch.nn.Linear(1, 1).to(torch.bfloat16)  # not fp32 master weights: no autocast region
+    engine = SimpleNamespace(model=model, use_vllm=True, _generate_votes=failing(KeyError("multi_modal_data")))
+    with pytest.raises(RuntimeError, match=r"vLLM rollouts failed \(KeyError: 'multi_modal_data'\); set "
+                                           r"adaptation.rollout_backend: hf"):
+        _grpo.TestTimeGRPOTrainer._generate(engine, ["p"])
+    engine._generate_votes = failing(ValueError("trained_votes: verl needs"))
+    with pytest.raises(ValueError, match="trained_votes"):
+        _grpo.TestTimeGRPOTrainer._generate(engine, ["p"])
+    hf = SimpleNamespace(model=model, use_vllm=False, _generate_votes=failing(KeyError("x")))
+    with pytest.raises(KeyError):
+        _grpo.TestTimeGRPOTrainer._generate(hf, ["p"])

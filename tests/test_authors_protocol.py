@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+import yaml
 from PIL import Image
 
 from ttrl_bench.datasets import authors_items
@@ -153,6 +154,11 @@ def test_ttrl_bench_prompt_prints_the_exact_prompt_of_an_item(tiny_model_dirs, d
                  "--results", str(tmp_path / "results")]) == 0
     printed = capsys.readouterr().out.rstrip("\n")
     assert printed == f"<|im_start|>user<img><IMG_CONTEXT>x4</img> \n{item['prompt']}<|im_end|><|im_start|>assistant"
+    # the same item under the other protocol of the config: the checkpoint's ChatML, our text as prepared
+    assert main(["prompt", str(config), "--dataset", "demo-digits", "--item", item["id"], "--model", "tiny",
+                 "--results", str(tmp_path / "results"), "--protocol", "clean"]) == 0
+    printed = capsys.readouterr().out.rstrip("\n")
+    assert printed == f"<|im_start|>user\n<img><IMG_CONTEXT>x4</img>\n{item['prompt']}<|im_end|>\n<|im_start|>assistant"
 
 
 def test_rescore_scores_stored_predictions_again_from_the_manifest(tmp_path):
@@ -185,3 +191,154 @@ def test_each_protocol_describes_its_settings_with_their_source():
     assert authors[0].startswith("evaluation.mcq.chat_template = authors: verl/utils/tokenizer.py hf_tokenizer")
     assert "evaluation.mcq.max_new_tokens = 1024: every log's data.max_response_length 1024" in " ".join(authors)
     assert "evaluation.mcq.max_new_tokens = the config's: the config's own budget" in " ".join(clean)
+
+
+# --- both protocols in one config (experiments.<e>.protocols) -------------------------------------------------
+
+
+def test_a_path_level_names_the_adaptation_set_and_the_protocol():
+    from ttrl_bench.plan.grid import protocol_name, protocol_parts, rerun_protocol
+
+    assert protocol_name(20, "random") == "n20_random"  # clean: the paths from before protocols existed
+    assert protocol_name(500, "biased-4", "authors") == "n500_biased-4_authors"
+    assert protocol_parts("n500_biased-4_authors") == ("500", "biased-4")
+    assert protocol_parts("nall_random") == ("all", "random")
+    assert (rerun_protocol("n20_random"), rerun_protocol("n20_random_authors")) == ("clean", "authors")
+
+
+def test_the_ttrv_config_runs_its_two_epoch_block_under_both_protocols():
+    """`two_epochs_every_cell: protocols: [authors, clean]`: each of its jobs twice, zero-shot included, each
+    with its protocol's evaluation and update; the logged blocks under the config's protocol only."""
+    from ttrl_bench.plan.grid import Plan
+
+    plan = Plan(load_config("config/ttrv.yaml"))
+    ai2d = {r.protocol for r in plan.runs if r.model == "internvl3-2b" and r.target == "ai2d" and r.method == "ttrv"}
+    assert ai2d == {"n20_random", "n20_random_authors"}
+    zero_shot = {r.protocol for r in plan.runs if r.model == "internvl3-2b" and r.target == "ai2d" and r.method == "zero-shot"}
+    assert zero_shot == {"n20_random", "n20_random_authors"}
+    logged = {r.protocol for r in plan.runs if r.method == "ttrv-20-epochs"}
+    assert logged == {"n20_random_authors"}
+    # evaluation: the authors' 1,024 tokens, template and parser; clean: the schema's 6, the model's, ours
+    assert plan.eval_flags("ai2d", "n20_random_authors") == (
+        "--max-new-tokens 1024 --eval-samples all --choice-parser authors --chat-template authors --protocol authors")
+    assert plan.eval_flags("ai2d", "n20_random") == (
+        "--max-new-tokens 6 --eval-samples all --choice-parser robust --chat-template model --protocol clean")
+    authors = plan.method_settings("ttrv", "n20_random_authors")["hyperparameters"]
+    clean = plan.method_settings("ttrv", "n20_random")["hyperparameters"]
+    assert (authors["advantages"], authors["kl_clamp"], authors["answer_parser"]) == ("verl", 10.0, "authors")
+    assert authors["trl_vllm_is_correction"] is False and authors["bias_corrected_kl"] is False
+    assert clean.get("advantages", "trl") == "trl" and clean.get("kl_clamp") is None
+    assert clean.get("answer_parser", "robust") == "robust" and clean.get("trl_vllm_is_correction", True) is True
+
+
+def test_a_key_the_config_sets_itself_holds_in_every_protocol():
+    """variant(): a key left at its own protocol's value takes the other protocol's; one set to another value
+    by the config keeps it (here 16 evaluation tokens under both), in either direction."""
+    from ttrl_bench.plan.config import merge, validated
+    from ttrl_bench.plan.protocols import variant
+
+    base = yaml.safe_load(Path("config/ttrv.yaml").read_text())
+    config = validated(merge(base, {"evaluation": {"mcq": {"max_new_tokens": 16}}}))
+    clean = variant(config, "clean")
+    assert clean["evaluation"]["mcq"]["max_new_tokens"] == 16  # set by hand: kept
+    assert clean["evaluation"]["mcq"]["chat_template"] == "model" and clean["evaluation"]["mcq"]["choice_parser"] == "robust"
+    assert "kl_clamp" not in clean["adaptation"]["hyperparameters"].get("mcq", {})
+    demo = validated(yaml.safe_load(Path("config/config.yaml").read_text()))
+    authors = variant(demo, "authors")
+    assert authors["evaluation"]["mcq"]["max_new_tokens"] == 1024 and authors["evaluation"]["mcq"]["chat_template"] == "authors"
+    assert authors["adaptation"]["hyperparameters"]["mcq"]["advantages"] == "verl"
+    assert demo["protocol"] == "clean" and demo["evaluation"]["mcq"]["max_new_tokens"] == 6  # the config untouched
+
+
+def test_both_protocols_side_by_side_and_the_published_cells_from_the_configs(tmp_path):
+    """Two runs of one cell (InternVL3-2B zero-shot on ImageNet-A, 200 items), one per protocol: the published
+    cell (67.92) is filled by the config's protocol's run only, Table 1's layout comes once per protocol, and
+    the "Both protocols" table gives authors - clean = 70.5 - 62.0 = 8.5."""
+    from ttrl_bench.cli import main
+    from ttrl_bench.results.store import ingest
+
+    dirs = []
+    for protocol, value in (("authors", 70.5), ("clean", 62.0)):
+        run_id = f"m2b/zero-shot/none/imagenet-a/n20_random{'_authors' if protocol == 'authors' else ''}/seed0"
+        d = tmp_path / "eval" / run_id
+        d.mkdir(parents=True)
+        (d / "metrics.json").write_text(json.dumps({
+            "run_id": run_id, "model": "m2b", "method": "zero-shot", "train_dataset": "none",
+            "target_dataset": "imagenet-a", "n_adapt": 20, "sampling": "random", "seed": 0, "metric": "accuracy",
+            "value": value, "n": 200, "n_unparsable": 0, "eval_seconds": 1.0, "config_hash": protocol,
+            "git_revision": "r", "versions": {}, "items": "ttrv-authors", "protocol": protocol,
+            "metrics": {"accuracy": value}}))
+        pd.DataFrame({"id": ["a"], "output": ["x"]}).to_parquet(d / "predictions.parquet")
+        dirs.append(d)
+    db = tmp_path / "b.duckdb"
+    ingest(db, dirs, [], [])
+    out = tmp_path / "t"
+    names = ["--model-names", json.dumps({"m2b": "InternVL3-2B"}), "--dataset-names", json.dumps({"imagenet-a": "ImageNet-A"})]
+    assert main(["render-tables", "--db", str(db), "--out-dir", str(out), *names, "--protocol", "authors"]) == 0
+    cells = pd.read_csv(out / "ttrv_table1.csv")
+    cell = cells[(cells["model"] == "InternVL3-2B") & (cells["method"] == "zero-shot") & (cells["dataset"] == "ImageNet-A")]
+    assert cell[["paper_value", "ours", "protocol"]].values.tolist() == [[67.92, 70.5, "authors"]]
+    layout = (out / "ttrv_table1_layout.md").read_text()
+    assert layout.index("protocol authors)") < layout.index("protocol clean)")
+    assert "| m2b | zero-shot | imagenet-a | 70.50 | 62.00 | 8.50 |" in layout  # our names, as the rescoring table
+    assert main(["render-tables", "--db", str(db), "--out-dir", str(out), *names]) == 0  # a clean config's tables
+    cells = pd.read_csv(out / "ttrv_table1.csv")
+    assert cells.loc[(cells["model"] == "InternVL3-2B") & (cells["method"] == "zero-shot")
+                     & (cells["dataset"] == "ImageNet-A"), "ours"].tolist() == [62.0]
+
+
+# --- the authors' InternViT drop path (models/families.py) ------------------------------------------------------
+
+
+def test_the_authors_drop_path_drops_whole_vision_branches_in_the_training_forward_only():
+    """Rate 1.0 over 2 vision layers: layer 0's rate is 0 (linspace), layer 1's is 1, so in the training forward
+    layer 1's attention and MLP branches vanish, which is layer 1 with lambda_1 = lambda_2 = 0; without gradients
+    (verl's old and reference log-probs) or in eval mode, nothing drops."""
+    import copy
+
+    import torch
+
+    from ttrl_bench.models.families import add_vision_drop_path, vision_tower
+    from ttrl_bench.models.tiny import TILE_PX, build_tiny
+
+    torch.manual_seed(0)
+    model, _ = build_tiny(train_tokenizer(["a b c"], "internvl", vocab_size=300), "internvl",
+                          sizes={"vision": {"num_hidden_layers": 2}})
+    plain, branchless = copy.deepcopy(model), copy.deepcopy(model)
+    for lam in (vision_tower(branchless).encoder.layer[1].lambda_1, vision_tower(branchless).encoder.layer[1].lambda_2):
+        lam.data.zero_()
+    assert add_vision_drop_path(model, 1.0) == 2
+    pixels = torch.randn(3, 3, TILE_PX, TILE_PX)
+
+    def features(m, train=True, grad=True):
+        m.train(train)
+        with torch.set_grad_enabled(grad):
+            return vision_tower(m)(pixel_values=pixels).last_hidden_state
+
+    assert torch.allclose(features(model), features(branchless), atol=1e-6)
+    assert not torch.allclose(features(plain), features(branchless), atol=1e-4)  # the branch mattered
+    assert torch.equal(features(model, grad=False), features(plain, grad=False))
+    assert torch.equal(features(model, train=False), features(plain, train=False))
+
+
+def test_each_model_gets_its_original_checkpoints_drop_path_rate():
+    """Their logs: 0.1 for InternVL3-2B and -8B, 0.0 for InternVL2.5-4B; InternViT's per-layer rates for 24 layers
+    rise from 0 to 0.1 in steps of 0.1 / 23; the clean protocol adds none."""
+    from ttrl_bench.models.families import drop_path_rates, original_vision_drop_path
+    from ttrl_bench.plan.grid import Job, Plan
+    from ttrl_bench.plan.resources import job_method_settings
+
+    assert original_vision_drop_path("OpenGVLab/InternVL3-2B-hf") == 0.1
+    assert original_vision_drop_path("OpenGVLab/InternVL2_5-4B") == 0.0
+    assert original_vision_drop_path("Qwen/Qwen2.5-VL-3B-Instruct") == 0.0
+    rates = drop_path_rates(24, 0.1)
+    assert rates[0] == 0.0 and rates[23] == pytest.approx(0.1) and rates[1] == pytest.approx(0.1 / 23)
+    plan = Plan(load_config("config/ttrv.yaml"))
+
+    def rate(model, protocol):
+        job = Job("adapt", model, "ttrv", "ai2d", None, protocol, 0)
+        return job_method_settings(plan, job)["hyperparameters"].get("vision_drop_path")
+
+    assert rate("internvl3-2b", "n20_random_authors") == 0.1
+    assert rate("internvl2.5-4b", "n20_random_authors") == 0.0
+    assert rate("internvl3-2b", "n20_random") is None

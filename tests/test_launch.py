@@ -73,14 +73,14 @@ def test_the_rules_launch_command_runs_two_processes_on_cpu(demo_data, scene_dat
 def test_the_authors_protocol_update_runs_under_the_two_process_launch(demo_data, tiny_model_dirs, tmp_path):
     """The `authors` protocol's training keys (plan/protocols.py) on the tiny InternVL under the rules' 2-process
     launch: their template, their parser in the votes, verl's advantages sliced per process, the KL clamp, weight
-    decay on every parameter. One step of 2 prompts (one per process); decay on biases and norms moves every
+    decay on every parameter, verl's trained votes chosen over both processes' lengths. One step of 2 prompts (one per process); decay on biases and norms moves every
     trainable weight even where the advantages cancel, as verl's AdamW does."""
     from ttrl_bench.adaptation.presets import VERL_UPDATE
 
     ttrv = {"reward": "ttrv", "reward_params": {"alpha": 0.75, "entropy": "paper"}, "hyperparameters": {
         "learning_rate": 1e-3, "num_generations": 4, "n_votes": 8, "temperature": 1.0, "max_completion_length": 3,
         "epochs": 1, "prompts_per_step": 2, "micro_batch_size": 2, "kl_beta": 1e-3, "weight_decay": 1e-2,
-        **VERL_UPDATE, "answer_parser": "authors", "chat_template": "authors"}}
+        **VERL_UPDATE, "answer_parser": "authors", "chat_template": "authors", "trained_votes": "verl"}}
     adapt = subprocess.run(launcher(2, port=free_ports()[0]).split() + [
         "adapt", "--model-source", str(tiny_model_dirs["internvl"]), "--model-name", "tiny", "--seed", "0",
         "--n-adapt", "2", "--sampling", "random", "--method", "ttrv", "--dataset", "demo-digits", "--data",

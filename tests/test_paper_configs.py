@@ -51,16 +51,18 @@ CASES = {
     #   configuration (48: InternVL3-2B 15 ttrv + AI2D 20 epochs, InternVL2.5-4B 15 at 8 prompts + AI2D ttrv,
     #   InternVL3-8B 8 at 500 samples + 6 + AI2D 5 epochs + MathVerse 20 epochs) and at 2 epochs (48 ttrv, of
     #   which InternVL3-2B's 15 and InternVL2.5-4B's AI2D are logged runs already: 32 new): 80 adapt, 48 + 80
-    #   evaluations; InternVL2.5-4B is converted from its original format once
-    "ttrv": ("config/ttrv.yaml", None, {"prepare_data": 16, "convert_model": 1, "adapt": 80, "evaluate": 128}),
+    #   evaluations, all under the authors protocol; the 2-epoch block again under clean (`protocols: [authors,
+    #   clean]`): 48 adapt, 48 zero-shot + 48 evaluations; InternVL2.5-4B is converted from its original format once
+    "ttrv": ("config/ttrv.yaml", None, {"prepare_data": 16, "convert_model": 1, "adapt": 80 + 48,
+                                        "evaluate": 128 + 96}),
     # + Table 3: 3 more rewards x 3 datasets (9 adapt, 9 eval); Table 4: InternVL3-4B x 2 datasets,
     #   random (2 adapt, 2 + 2 zero-shot eval) and biased-4 (2, 2: zero-shot is shared without
     #   exclusion); Table 5: random reward x 2 (2, 2); Table 6: n = 1 x 4 datasets (4, 4);
     #   Table 7: Qwen x 4 datasets (4, 4 + 4); Table 9: n = 500 x 2 models x 8 datasets (16, 16);
     #   Table 11: seeds 1-4 x 5 datasets (20, 20 + 20); Table 12: 6 cross pairs (0, 6)
     "ttrv+experiments": ("config/ttrv.yaml", ALL_TTRV_EXPERIMENTS,
-                         {"prepare_data": 16, "convert_model": 1, "adapt": 80 + 9 + 4 + 2 + 4 + 4 + 16 + 20,
-                          "evaluate": 128 + 9 + 6 + 2 + 4 + 8 + 16 + 40 + 6}),
+                         {"prepare_data": 16, "convert_model": 1, "adapt": 128 + 9 + 4 + 2 + 4 + 4 + 16 + 20,
+                          "evaluate": 224 + 9 + 6 + 2 + 4 + 8 + 16 + 40 + 6}),
     # Table 2: 8 splits x 2 models; vote-only and VR-TTRL per sample (32 jobs), zero-shot 16
     "vr-ttrl": ("config/vr-ttrl.yaml", None, {"prepare_data": 8, "adapt_per_sample": 32, "evaluate": 16}),
     # + Table 3: 2 variants x 2 splits x 2 models (8); Table 7: 16 and 32 rollouts (2);

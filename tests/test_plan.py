@@ -59,16 +59,16 @@ def test_each_job_carries_its_resolved_settings():
     plan = Plan(demo_with())
     # MCQ evaluation: config evaluation.mcq (6 new tokens, every sample, the schema's default parser and
     # template), the 20 adaptation samples held out; the protocol recorded with the scores
-    assert plan.eval_flags("demo-digits") == (
+    assert plan.eval_flags("demo-digits", "n20_random") == (
         "--max-new-tokens 6 --eval-samples all --exclude-adaptation-samples --choice-parser robust "
         "--chat-template model --protocol clean")
-    assert plan.eval_flags("demo-digit-scenes") == (
+    assert plan.eval_flags("demo-digit-scenes", "n20_random") == (
         "--max-new-tokens 64 --eval-samples 8 --exclude-adaptation-samples --empty-mask-iou zero --protocol clean")
-    ttrv = plan.method_settings("ttrv")
+    ttrv = plan.method_settings("ttrv", "n20_random")
     # the per-task layer (adaptation.hyperparameters.mcq) and the method's own override
     assert ttrv["hyperparameters"]["num_generations"] == 16 and ttrv["hyperparameters"]["learning_rate"] == 2.0e-4
     assert ttrv["reward_params"]["unparsable"] == "no_reward" and "vllm" in ttrv
-    assert plan.method_settings("vr-ttrl")["hyperparameters"]["num_generations"] == 8
+    assert plan.method_settings("vr-ttrl", "n20_random")["hyperparameters"]["num_generations"] == 8
 
 
 def test_cross_pairs_adapt_once_and_evaluate_on_the_target():
@@ -83,8 +83,10 @@ def test_cross_pairs_adapt_once_and_evaluate_on_the_target():
 @pytest.mark.parametrize("config, counts", [
     # Tables 1-2: 16 datasets x 3 models, 48 zero-shot evaluations; each cell adapted with its log's run
     #   configuration (48) and at Appendix A's 2 epochs (48, of which 16 are the logged runs already): 80
-    #   adaptations, 48 + 80 evaluations; InternVL2.5-4B is converted from its original format once
-    ("ttrv.yaml", {"prepare_data": 16, "convert_model": 1, "adapt": 80, "evaluate": 128}),
+    #   adaptations, 48 + 80 evaluations, under the authors protocol; the 2-epoch block again under clean:
+    #   48 adaptations, 48 zero-shot + 48 adapted evaluations; InternVL2.5-4B is converted from its original
+    #   format once
+    ("ttrv.yaml", {"prepare_data": 16, "convert_model": 1, "adapt": 128, "evaluate": 224}),
     # Table 2: 8 splits x 2 models; vote-only and VR-TTRL per sample (32 jobs), zero-shot 16
     ("vr-ttrl.yaml", {"prepare_data": 8, "adapt_per_sample": 32, "evaluate": 16}),
 ])
@@ -134,7 +136,7 @@ def test_built_models_ask_a_fixed_small_request_without_tracing():
     assert job_request(plan, adapt) == Request(2, 8000, 40)
     evaluation = Job("evaluate", "demo", "zero-shot", "none", "demo-digits", "n20_random", 0)
     assert job_request(plan, evaluation) == Request(1, 8000, 40)
-    assert job_method_settings(plan, adapt) == plan.method_settings("ttrv")
+    assert job_method_settings(plan, adapt) == plan.method_settings("ttrv", "n20_random")
 
 
 def test_one_gpu_for_an_8b_model_offloads_to_the_host():
@@ -180,9 +182,13 @@ def test_job_of_snakemake_wildcards():
         # one line, the key first (not after the 500-line schema Snakemake prints)
         ("learning_rat: 1", "config key `learning_rat`: unknown key (every key is in workflow/schemas/config.schema.yaml)"),
         ("adaptation: {n_samples: twenty}", "config key `adaptation.n_samples`: 'twenty'"),
-        ("methods: [zero-shot, ttrvv]", "config key `methods`: unknown name(s) ['ttrvv']"),
-        ("datasets: [imagenet-9k]", "config key `datasets`: unknown name(s) ['imagenet-9k']"),
-        ("experiments: {x: {enabled: true, methods: [ttrv], models: [nobody]}}", "config key `experiments.x.models`: unknown name(s) ['nobody']"),
+        # the closest known names first (difflib), and where there are many, the command that lists them
+        ("methods: [zero-shot, ttrvv]", "config key `methods`: unknown name(s) 'ttrvv' (did you mean ttrv?); "
+                                        "`ttrl-bench methods list` lists the"),
+        ("datasets: [imagenet-9k]", "config key `datasets`: unknown name(s) 'imagenet-9k' (did you mean imagenet-r or "
+                                    "imagenet-a or imagenet?); `ttrl-bench datasets list` lists the"),
+        ("experiments: {x: {enabled: true, methods: [ttrv], models: [nobody]}}",
+         "config key `experiments.x.models`: unknown name(s) 'nobody'; known: demo"),
         ("adaptation: {n_samples: 598}", "config key `adaptation.n_samples`: 598 adaptation samples, but demo-digits's test split has 597"),
         ("evaluation: {grounding: {samples: 121}}", "config key `evaluation.grounding.samples`: 121 evaluation samples, but demo-digit-scenes's test split has 120"),
         # 597 test digits, 20 held out for adaptation
@@ -211,9 +217,19 @@ def test_sample_counts_use_the_prepared_split(tmp_path):
 
 
 def test_paper_config_merged_into_the_demo_is_refused():
+    """Merged (no --replace-workflow-config): the message names the merge and the flag; with the flag given
+    (the user's own config combines them), it names what the demo model runs on, never the flag."""
     ttrv = yaml.safe_load((REPO / "config/ttrv.yaml").read_text())
-    with pytest.raises(ValueError, match="--replace-workflow-config"):
-        Plan(demo_with(yaml.safe_dump(ttrv)))
+    plan = Plan(demo_with(yaml.safe_dump(ttrv)))
+    with pytest.raises(ValueError) as merged:
+        checks.run_all(plan, ["config/ttrv.yaml"], replaced=False)
+    assert "config/ttrv.yaml was merged into config/config.yaml" in str(merged.value)
+    assert str(merged.value).endswith("add --replace-workflow-config to run it alone")
+    with pytest.raises(ValueError) as replaced:
+        checks.run_all(plan, ["mine.yaml"], replaced=True)
+    assert str(replaced.value).startswith("config: the built demo model 'demo' (models.demo.build) runs on the bundled "
+                                          "demo sets and local datasets (docs/extending.md), not on ai2d, capture,")
+    assert "--replace-workflow-config" not in str(replaced.value)
 
 
 # --- mistakes that used to pass the dry run (issue 26 point 4) ------------------------------------
@@ -297,3 +313,14 @@ def test_results_of_another_config_are_never_overwritten(tmp_path):
     assert str(err.value).startswith("results/ holds the results of config config/config.yaml (results/config_files.json)")
     assert ("snakemake --directory runs/<name> --configfile config/ttrv.yaml --configfile extra.yaml "
             "--replace-workflow-config") in str(err.value)
+
+
+def test_methods_counting_unparsable_answers_differently_are_named():
+    """The demo overrides TTRV's convention (no_reward) but not TTRV w/o diversity's (the preset's `answer`): one
+    warning names both and the key that aligns them; the demo's own methods agree, so it warns nothing."""
+    plan = Plan(demo_with("methods: [zero-shot, ttrv, ttrv-no-diversity]"))
+    assert checks.warn_mixed_unparsable(plan) == [
+        "config `methods`: these methods count unparsable answers differently: ttrv no_reward "
+        "(adaptation.method_overrides), ttrv-no-diversity answer (preset); set "
+        "adaptation.method_overrides.<method>.reward_params.unparsable to compare like with like (rewards/voting.py)"]
+    assert checks.warn_mixed_unparsable(Plan(demo_with())) == []

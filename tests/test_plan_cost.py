@@ -133,16 +133,43 @@ def test_decide_names_the_job_peak_memory_and_keys_when_nothing_fits(synthetic):
 
 
 
-def test_plan_table_has_a_row_per_adaptation_job_of_the_ttrv_config(synthetic):
+def test_plan_table_has_a_row_per_job_of_the_ttrv_config(synthetic):
+    """Every job: 16 preparations, InternVL2.5-4B's conversion, 128 adaptations and 224 evaluations
+    (test_paper_configs.py counts them). An InternVL3-8B evaluation asks 30 + 5 x 7.94 -> 70 minutes on one GPU:
+    1.17 GPU-hours; the conversion runs on the CPU for its 60 minutes. The node hours pack the GPU-hours, but are
+    never less than the longest job: on a one-GPU node they are the GPU-hours."""
     from ttrl_bench.plan import Plan, load_config
+    from ttrl_bench.plan.resources import plan_table
 
-    rows, totals = cost.plan_table(Plan(load_config("config/ttrv.yaml")))
-    # Tables 1-2: 16 datasets x 3 InternVL models, each cell with its log's run configuration (48) and at
-    # Appendix A's 2 epochs (48, of which 16 are logged runs already: 32 more); test_paper_configs.py
-    assert len(rows) == totals["jobs"] == 48 + 32
-    assert all(r["gpus"] >= 1 and r["gpu_peak_gb"] <= 80 for r in rows)
-    assert totals["gpu_hours"] == pytest.approx(sum(r["gpu_hours"] for r in rows), abs=0.1)
-    assert totals["node_hours_8gpu"] == pytest.approx(totals["gpu_hours"] / 8, abs=0.1)
+    plan = Plan(load_config("config/ttrv.yaml"))
+    rows, totals = plan_table(plan)
+    counts = {}
+    for row in rows:
+        counts[row["rule"]] = counts.get(row["rule"], 0) + 1
+    assert counts == {"prepare_data": 16, "convert_model": 1, "adapt": 128, "evaluate": 224} and totals["jobs"] == 369
+    evaluations = [r for r in rows if r["rule"] == "evaluate" and r["job"].startswith("evaluate internvl3-8b/")]
+    assert evaluations and all((r["gpus"], r["minutes"], r["gpu_hours"]) == (1, 70, 1.17) for r in evaluations)
+    assert [(r["minutes"], r["gpu_hours"]) for r in rows if r["rule"] == "convert_model"] == [(60, 0.0)]
+    adapt = [r for r in rows if r["rule"] == "adapt"]
+    assert all(r["gpus"] >= 1 and r["gpu_peak_gb"] <= 80 for r in adapt)
+    assert totals["gpu_hours_by_rule"]["adapt"] == pytest.approx(sum(r["gpu_hours"] for r in adapt), abs=0.1)
+    assert totals["gpu_hours"] == pytest.approx(sum(totals["gpu_hours_by_rule"].values()), abs=0.1)
+    longest = max(r["minutes"] for r in rows if r["gpus"]) / 60
+    assert totals["node_hours"] == pytest.approx(max(totals["gpu_hours"] / 8, longest), abs=0.1)
+    assert plan_table(plan, gpus_per_node=1)[1]["node_hours"] == pytest.approx(totals["gpu_hours"], abs=0.1)
+
+
+def test_the_plan_tells_a_user_of_smaller_gpus_which_key_to_change():
+    """On 40 GB GPUs every InternVL3-2B adaptation (17 under authors, 16 under clean) asks for 2 GPUs: the plan
+    names models.internvl3-2b.gpus: 1 and what it costs with offload; for InternVL3-8B, that nothing fits one."""
+    from ttrl_bench.plan import Plan, load_config
+    from ttrl_bench.plan.resources import fewer_gpus
+
+    lines = fewer_gpus(Plan(load_config("config/ttrv.yaml")), gpu_memory_gb=40)
+    two_b = next(line for line in lines if line.startswith("models.internvl3-2b.gpus: 1"))
+    assert two_b.startswith("models.internvl3-2b.gpus: 1 runs its 33 multi-GPU adaptation(s) on one GPU each, "
+                            "33 of them with offload: ")
+    assert any(line.startswith("models.internvl3-8b.gpus: 1 does not fit: ") for line in lines)
 
 
 def test_decide_counts_a_colocated_vllm_engine(synthetic):

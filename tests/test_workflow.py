@@ -134,8 +134,10 @@ def test_demo_produces_store_tables_and_figures(demo_run):
     assert query(db, "SELECT min(value) >= 0 AND max(value) <= 100 AS ok FROM runs")["ok"][0]
     assert json.loads((demo_run / "results/config_files.json").read_text()) == {"config_files": ["config/config.yaml"]}
     assert query(db, "SELECT count(*) AS n FROM predictions")["n"][0] == 6 * 577 + 2 * 8
-    # the five of before, and the same MCQ generations scored both ways (evaluation/tasks.py rescored_metrics)
-    assert query(db, "SELECT count(DISTINCT metric) AS n FROM metrics")["n"][0] == 5 + 5
+    # the five of before, the same MCQ generations scored both ways (evaluation/tasks.py rescored_metrics), and
+    # VisionReasoner's bbox_ap for the grounding runs (VR-TTRL Table 7)
+    assert query(db, "SELECT count(DISTINCT metric) AS n FROM metrics")["n"][0] == 5 + 5 + 1
+    assert "bbox_ap" in set(query(db, "SELECT DISTINCT metric FROM metrics")["metric"])
     rescored = query(db, "SELECT DISTINCT metric FROM metrics WHERE run_id LIKE '%/demo-digits/%' AND "
                          "(metric LIKE '%parser' OR metric LIKE 'authors_%')")["metric"]
     assert sorted(rescored) == ["accuracy_authors_parser", "accuracy_robust_parser", "authors_max_group",
@@ -319,3 +321,13 @@ def test_config_errors_stop_before_any_job(tmp_path, monkeypatch, bad_config, na
     assert named in result.stdout + result.stderr
     assert "Failed validating" not in result.stdout + result.stderr
     assert not (work / "results").exists()
+
+
+def test_a_config_mistake_stops_snakemake_with_one_line(tmp_path):
+    """A misspelt dataset: Snakemake's exit is the message alone, the closest names first, no traceback."""
+    work = _copy_workflow(tmp_path)
+    result = _snakemake(work, "-n", "--config", 'datasets=["demo-digitz"]', check=False)
+    assert result.returncode == 1
+    assert ("config error: config key `datasets`: unknown name(s) 'demo-digitz' (did you mean demo-digits or "
+            "demo-digit-scenes") in result.stderr
+    assert "Traceback" not in result.stderr and 'File "' not in result.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -197,10 +198,14 @@ def _evaluation_set(data_dir: Path, args):
     from .datasets import authors_items
     from .datasets.prepare import load_manifest
     from .datasets.sampling import select_adaptation_samples
-    from .evaluation.tasks import task_for
+    from .evaluation.tasks import MathTask, authors_math_prompts, task_for
 
-    task = task_for(args.dataset, args.sam2, data_dir, args.empty_mask_iou, args.choice_parser, args.pass_k)
+    task = task_for(args.dataset, args.sam2, data_dir, args.empty_mask_iou, args.choice_parser, args.pass_k,
+                    getattr(args, "input_size", None), getattr(args, "query_form", "as_given"),
+                    getattr(args, "sam2_multimask", "best_score"), grader=getattr(args, "grader", "exact"))
     test = load_manifest(data_dir, "test")
+    if getattr(args, "prompt", "training") == "authors" and isinstance(task, MathTask):
+        test = authors_math_prompts(test)  # the ECHO authors' evaluation prompt (config evaluation.math.prompt)
     if getattr(args, "chat_template", "model") == "authors" and task.family == "mcq":
         test = test.assign(prompt=authors_items.authors_texts(test))  # the text their template receives
     if task.family == "mcq" and args.exclude_adaptation_samples:
@@ -213,6 +218,8 @@ def _evaluation_set(data_dir: Path, args):
                          f"has {len(test)} test samples to evaluate")
     if args.eval_samples != "all" and args.eval_samples < len(test):
         test = select_adaptation_samples(test, args.eval_samples, args.seed)
+    if task.family == "grounding":  # the query's form and the image size the model is shown (VR-TTRL)
+        test = task.view(test)
     return test, task
 
 
@@ -247,7 +254,9 @@ def _eval_sampling(args) -> dict | None:
     if max(args.pass_k) > args.n_samples:
         raise ValueError(f"--pass-k {max(args.pass_k)} exceeds --n-samples {args.n_samples} (config "
                          "evaluation.math.pass_k / n_samples): pass@k needs k <= n completions")
-    return {"n": args.n_samples, "temperature": args.temperature, "top_p": args.top_p, "seed": args.seed}
+    top_k = getattr(args, "top_k", None)  # only where set: the other runs keep their hash
+    return {"n": args.n_samples, "temperature": args.temperature, "top_p": args.top_p, "seed": args.seed,
+            **({"top_k": top_k} if top_k else {})}
 
 
 def cmd_evaluate(args) -> None:
@@ -341,6 +350,11 @@ def _main_protocol(runs, args):
     return runs[(runs["n_adapt"] == str(args.n_adapt)) & (runs["sampling"] == args.sampling)]
 
 
+def _of_protocol(runs, protocol: str):
+    """The runs made under one rerun protocol (a store from before protocols existed holds clean runs)."""
+    return runs[(runs["protocol"].fillna("clean") if "protocol" in runs else "clean") == protocol]
+
+
 def cmd_render_tables(args) -> None:
     import pandas as pd
 
@@ -349,7 +363,7 @@ def cmd_render_tables(args) -> None:
     from .results.author_logs import shipped_runs
     from .results.provenance import flag_counts, provenance
     from .results.store import RUN_COLUMNS, read_table
-    from .results.tables import method_table, preparation_table, rescoring_table, to_markdown
+    from .results.tables import method_table, preparation_table, protocol_table, rescoring_table, to_markdown
 
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -359,7 +373,8 @@ def cmd_render_tables(args) -> None:
     if all_runs.empty:  # nothing evaluated yet: every published cell "not run"
         all_runs = pd.DataFrame(columns=RUN_COLUMNS)
     prep_stats = read_table(db, "prep_stats")
-    ours = pt.our_cells(published, all_runs, read_table(db, "metrics"), prep_stats,
+    # the published cells are filled by the config's protocol's runs; the others are shown beside them
+    ours = pt.our_cells(published, _of_protocol(all_runs, args.protocol), read_table(db, "metrics"), prep_stats,
                         read_table(db, "benchmarks"), model_names, dataset_names, (str(args.n_adapt), args.sampling))
     author_runs = read_table(db, "author_runs")
     cell_logs = provenance(published, shipped_runs() if author_runs.empty else author_runs)
@@ -389,21 +404,31 @@ def cmd_render_tables(args) -> None:
         + "\n# Where TTRV's published cells come from: the authors' public verl logs\n\n"
         + to_markdown(flag_counts(cell_logs), index=False, digits=0))
 
-    # Our runs in TTRV Table 1's layout: the main protocol only
-    runs = _main_protocol(all_runs, args)
+    # Our runs in TTRV Table 1's layout: the main adaptation set, a table per protocol (the config's first)
+    main_runs = _main_protocol(all_runs, args)
+    present = sorted(set(main_runs["protocol"].fillna("clean"))) if "protocol" in main_runs else ["clean"]
+    protocols = sorted(present, key=lambda p: p != args.protocol) or [args.protocol]
     training_sets = frozenset(name for name, spec in REGISTRY.items() if spec.manifest_split == "train")
-    table1 = method_table(runs[runs["metric"] == "accuracy"], training_sets)
-    table1.to_csv(out / "ttrv_table1_layout.csv")
+    text = ""
+    for protocol in protocols:
+        runs = _of_protocol(main_runs, protocol)
+        table1 = method_table(runs[runs["metric"] == "accuracy"], training_sets)
+        named = "" if len(protocols) == 1 else f", protocol {protocol}"
+        if protocol == protocols[0]:
+            table1.to_csv(out / "ttrv_table1_layout.csv")
+        text += f"# Our runs in the layout of TTRV Table 1 (top-1 accuracy, %{named})\n\n" + to_markdown(table1)
+    runs = _of_protocol(main_runs, args.protocol)
     cells = comparison[(comparison["paper"] == "ttrv") & (comparison["table"] == 1)]
     cells.to_csv(out / "ttrv_table1_vs_published.csv", index=False)
     agree = int((cells["status"] == "agrees").sum())
-    text = (
-        "# Our runs in the layout of TTRV Table 1 (top-1 accuracy, %)\n\n" + to_markdown(table1)
-        + f"\n# TTRV Table 1: published vs ours ({agree} of {len(cells)} cells agree)\n\n"
-        + to_markdown(cells, index=False)
-    )
-    protocols = sorted(set(all_runs["protocol"].fillna("clean"))) if "protocol" in all_runs else ["clean"]
-    text = f"Protocol: {', '.join(pt.PROTOCOLS.get(p, p) for p in protocols) or pt.PROTOCOLS['clean']}\n\n" + text
+    text += (f"\n# TTRV Table 1: published vs ours ({agree} of {len(cells)} cells agree)\n\n"
+             + to_markdown(cells, index=False))
+    both = protocol_table(main_runs)
+    both.to_csv(out / "protocols.csv", index=False)
+    if not both.empty:
+        text += ("\n# Both protocols from the same items: accuracy under each, and authors - clean (the authors' "
+                 "template, parser, budget and update)\n\n" + to_markdown(both, index=False))
+    text = f"Protocol: {', '.join(pt.PROTOCOLS.get(p, p) for p in protocols)}\n\n" + text
     rescored = rescoring_table(all_runs, read_table(db, "metrics"))
     rescored.to_csv(out / "rescoring.csv", index=False)
     if not rescored.empty:
@@ -441,6 +466,10 @@ def cmd_prompt(args) -> None:
     if match.empty:
         raise ValueError(f"--item {args.item}: no test item of {data_dir / 'manifest.parquet'} has this id or item_id")
     row = match.iloc[[0]]
+    if args.protocol and args.protocol != config["protocol"]:  # the other protocol's template (plan/protocols.py)
+        from .plan.protocols import variant
+
+        config = variant(config, args.protocol)
     template = config["evaluation"]["mcq"]["chat_template"]
     text = authors_items.authors_texts(row)[0] if template == "authors" else row.iloc[0]["prompt"]
     source = plan.models[args.model]["source"]
@@ -470,7 +499,7 @@ def cmd_plot_figures(args) -> None:
     model_names, dataset_names = _names(args)
     runs = read_table(db, "runs")
     if not runs.empty:
-        runs = _main_protocol(runs, args)
+        runs = _of_protocol(_main_protocol(runs, args), args.protocol)
     figures.accuracy_bars(runs, out / "accuracy.png", published_markers(read_table(db, "published"), model_names, dataset_names))
     train_log = read_table(db, "train_log")
     author_runs, author_steps = read_table(db, "author_runs"), read_table(db, "author_steps")
@@ -486,46 +515,55 @@ def cmd_plot_figures(args) -> None:
 
 
 def cmd_check_sandbox(args) -> None:
-    """Start the sandbox, then try its escapes from inside (audit hook disabled first): the network
-    (a port listening on this host), a file of this host, the home directory. Fails (exit status 1,
-    the reason logged) where the sandbox cannot start or an attempt succeeds."""
-    import socket
-    import tempfile
+    """Start the sandbox, then run its escape suite from inside (audit hook disabled first; the same
+    as T3RL's start-up check): a file and a listening port of this host, the home directory, vsock
+    and netlink sockets, fallocate, writes past /tmp, forks and memory past the cgroup's limits.
+    Prints each probe; fails (exit status 1, the reason logged) where the sandbox cannot start or
+    an attempt succeeds."""
+    from .rewards.sandbox import sandbox_report
 
-    from .rewards.sandbox import bwrap_binary, check_sandbox, probe_escapes
-
-    seconds = check_sandbox()  # SandboxUnavailable names the missing kernel feature
-    with socket.socket() as listener, tempfile.NamedTemporaryFile("w", suffix=".json") as secret:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen()
-        secret.write('{"gold": "B"}')
-        secret.flush()
-        tried = probe_escapes("127.0.0.1", listener.getsockname()[1], secret.name)
-    print(f"sandbox: {bwrap_binary()}, start-up and 6 * 7: {1000 * seconds:.0f} ms")
-    for attempt, (blocked, result) in tried.items():
-        print(f"  {attempt:<15} {'blocked' if blocked else 'REACHED'}  ({result[:60]})")
-    if not all(blocked for blocked, _ in tried.values()):
+    report = sandbox_report()  # SandboxUnavailable names the missing kernel feature
+    print(f"sandbox: {report.bwrap}, start-up and 6 * 7: {1000 * report.startup_s:.0f} ms")
+    for probe in report.probes:
+        print(f"  {probe.name:<22} {'blocked' if probe.blocked else 'REACHED'}  ({probe.result[:90]})")
+    if report.reached:
         raise RuntimeError("the sandbox let an escape through (above): do not run T3RL's arithmetic verifier here")
 
 
 def cmd_plan(args) -> None:
     from .plan import Plan, load_config
-    from .plan.cost import plan_table
     from .plan.protocols import describe
+    from .plan.resources import EVALUATION_MINUTES, fewer_gpus, plan_table
 
     plan = Plan(load_config(*args.config))
-    rows, totals = plan_table(plan, args.gpu_memory_gb)
-    print(f"{'job':<72} {'GPUs':>4} {'offload':>7} {'micro':>5} {'GPU peak GB':>11} {'host GB':>8} {'min':>6} {'GPU-h':>7}")
+    rows, totals = plan_table(plan, args.gpu_memory_gb, args.gpus_per_node)
+
+    def shown(value, form):
+        return "-" if value is None else form.format(value)
+
+    print(f"{'job':<80} {'GPUs':>4} {'offload':>7} {'micro':>5} {'GPU peak GB':>11} {'host GB':>8} {'min':>6} {'GPU-h':>7}")
     for r in rows:
+        minutes = "?" if r["minutes"] is None and r["rule"] in ("adapt", "adapt_per_sample") else shown(r["minutes"], "{}")
         hours = "?" if r["gpu_hours"] is None else f"{r['gpu_hours']:.2f}"  # n_samples: all (count unknown)
-        print(f"{r['job']:<72} {r['gpus']:>4} {str(r['offload']):>7} {r['micro_batch']:>5} {r['gpu_peak_gb']:>11.1f} "
-              f"{r['host_gb']:>8.1f} {r['minutes'] if r['minutes'] is not None else '?':>6} {hours:>7}")
-    print(f"total: {totals['jobs']} adaptation jobs, {totals['gpu_hours']} GPU-hours, {totals['node_hours_8gpu']} h "
-          f"on one 8-GPU node (perfect packing); calibration factor {totals['factor']} (training), "
-          f"{totals['prefill_factor']:g} (generation prefill) (plan/data/calibration.csv)")
-    print(f"protocol {plan.config['protocol']} (plan/protocols.py; a key the config sets itself wins):")
-    for line in describe(plan.config["protocol"]):
-        print(f"  {line}")
+        print(f"{r['job']:<80} {r['gpus']:>4} {str(r['offload']):>7} {shown(r['micro_batch'], '{}'):>5} "
+              f"{shown(r['gpu_peak_gb'], '{:.1f}'):>11} {shown(r['host_gb'], '{:.1f}'):>8} {minutes:>6} {hours:>7}")
+    counts = {}
+    for r in rows:
+        counts[r["rule"]] = counts.get(r["rule"], 0) + 1
+    print(f"total: {totals['jobs']} jobs ({', '.join(f'{n} {rule}' for rule, n in counts.items())}), "
+          f"{totals['gpu_hours']} GPU-hours ({', '.join(f'{rule} {h}' for rule, h in totals['gpu_hours_by_rule'].items())}), "
+          f"{totals['node_hours']} h on one {totals['gpus_per_node']}-GPU node (perfect packing, at least the longest job)")
+    print(f"adaptation: traced and calibrated peaks and times (calibration factor {totals['factor']} training, "
+          f"{totals['prefill_factor']:g} generation prefill; plan/data/calibration.csv); evaluation: {EVALUATION_MINUTES}; "
+          "preparation: CPU, not costed (downloads depend on the network)")
+    for line in fewer_gpus(plan, args.gpu_memory_gb):
+        print(f"fewer GPUs: {line}")
+    for name in plan.configs:  # the config's protocol, and any an experiment names (`protocols`)
+        where = "the config's" if name == plan.config["protocol"] else "experiments' (paths *_" + name + ")" \
+            if name != "clean" else "experiments' (paths without a suffix)"
+        print(f"protocol {name}, {where} (plan/protocols.py; a key the config sets itself wins):")
+        for line in describe(name, plan.configs[name], set(plan.section.values())):
+            print(f"  {line}")
 
 
 def cmd_audit_reward(args) -> None:
@@ -633,6 +671,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--sam2", help="SAM2 checkpoint directory: grounding masks from the predicted boxes and points")
         p.add_argument("--empty-mask-iou", choices=["zero", "one", "skip"], default="zero",
                        help="gIoU of a both-empty sample (config evaluation.grounding.empty_mask_iou)")
+        p.add_argument("--sam2-multimask", choices=["best_score", "single"], default="best_score",
+                       help="SAM2's three candidates and the best-scored one, or one mask (evaluation.grounding.sam2_multimask)")
+        p.add_argument("--input-size", type=int, help="grounding: the square side the image is resized to, answers "
+                       "scaled back (config evaluation.grounding.input_size; VisionReasoner's 840)")
+        p.add_argument("--query-form", choices=["as_given", "visionreasoner"], default="as_given",
+                       help="grounding: the query as given or lower-cased and stripped (evaluation.grounding.query_form)")
         p.add_argument("--choice-parser", choices=["robust", "ttrv", "authors"], default="robust",
                        help="how option letters are read (config evaluation.mcq.choice_parser)")
         p.add_argument("--chat-template", choices=["model", "authors"], default="model",
@@ -645,6 +689,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--n-samples", type=int, default=1, help="completions per question (config evaluation.math.n_samples)")
         p.add_argument("--pass-k", type=lambda v: tuple(int(k) for k in v.split(",")), default=(1,),
                        help="comma-separated k of pass@k (config evaluation.math.pass_k)")
+        p.add_argument("--top-k", type=int, default=None,
+                       help="top-k sampling; unset = none (config evaluation.math.top_k)")
+        p.add_argument("--prompt", choices=["training", "authors"], default="training",
+                       help="math items: the training prompt or the ECHO authors' evaluation prompt (config "
+                            "evaluation.math.prompt)")
+        p.add_argument("--grader", choices=["exact", "lenient"], default="exact",
+                       help="math answers: our exact normal forms or the ECHO authors' lenient grading (config "
+                            "evaluation.math.grader)")
 
     p = sub.add_parser("evaluate", help="step 3: greedy evaluation on a dataset's test split")
     run_args(p, "--dataset")
@@ -685,6 +737,8 @@ def build_parser() -> argparse.ArgumentParser:
     names.add_argument("--dataset-names", default="{}", help="JSON: our dataset name -> paper's")
     names.add_argument("--n-adapt", type=_n_adapt, default=20, help="the main grid's adaptation samples")
     names.add_argument("--sampling", default="random", help="the main grid's sampling")
+    names.add_argument("--protocol", choices=["clean", "authors"], default="clean",
+                       help="the config's `protocol`: its runs fill the published cells and the figures")
     p = sub.add_parser("render-tables", parents=[names], help="step 4b: every published table beside ours")
     p.add_argument("--db", required=True, help="the DuckDB store (results/benchmark.duckdb)")
     p.add_argument("--out-dir", required=True, help="directory of the Markdown, LaTeX and CSV tables")
@@ -693,7 +747,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="each adaptation job's GPUs, predicted GPU peak, host memory, minutes, GPU-hours")
     p.add_argument("config", nargs="+", help="config YAML file(s), merged in order")
     p.add_argument("--gpu-memory-gb", type=float, default=None, help="default: config resources.gpu_memory_gb (80)")
-    p.set_defaults(func=cmd_plan)
+    p.add_argument("--gpus-per-node", type=int, default=8, help="the GPUs of one node, for the node-hours total")
+    p.set_defaults(func=cmd_plan, rerun=False)  # read by a person, not a job log
 
     p = sub.add_parser("audit-reward", help="advantages each method's reward gives GRPO (TTRV diversity term)")
     p.add_argument("--groups", type=int, default=256, help="sampled prompts")
@@ -711,6 +766,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--item", required=True, help="the item's id, or the authors' item id")
     p.add_argument("--model", required=True, help="a model name of the config")
     p.add_argument("--results", default="results", help="the results tree the dataset was prepared in")
+    p.add_argument("--protocol", choices=["clean", "authors"], default=None,
+                   help="the protocol whose template renders it (default: the config's `protocol`)")
     p.set_defaults(func=cmd_prompt, rerun=False)
 
     p = sub.add_parser("rescore", help="score stored MCQ predictions again under both parsers and verl's mean@n")
@@ -798,6 +855,10 @@ def _run(args, argv: list[str]) -> int:
     )
     try:
         args.func(args)
+        sys.stdout.flush()  # a reader that closed the pipe shows here, not in the interpreter's exit
+    except BrokenPipeError:  # `ttrl-bench plan ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (FileNotFoundError, KeyError, ValueError, OSError, NotImplementedError, RuntimeError) as err:
         log.error("%s", err)
         if getattr(err, "transient", False):  # e.g. a store locked by another process

@@ -1,7 +1,7 @@
 """Test-time adaptation with TRL's GRPOTrainer: rollouts on unlabeled test prompts, a label-free
 group reward, GRPO updates. Methods are presets (presets.py) of this one trainer.
 
-At paper scale (gpu-probe.md): trainable weights and AdamW state in fp32 with bf16 autocast on GPUs
+At paper scale (docs/gpu-runs.md): trainable weights and AdamW state in fp32 with bf16 autocast on GPUs
 (the caller loads the model in fp32), one optimizer step = prompts_per_step x num_generations
 completions computed in micro-batches with gradient accumulation, rollouts generated in chunks of
 `generation_batch_size`, and the TTRL/TTRV split between the rollouts that vote (`n_votes`) and the
@@ -41,6 +41,7 @@ from ..generation.vllm_settings import (
     probe_colocated_expansion,
 )
 from ..models.families import (
+    add_vision_drop_path,
     image_span_token_ids,
     parameter_count,
     placeholder_token_ids,
@@ -52,7 +53,8 @@ from ..rewards.registry import get_reward
 from ..rewards.voting import answer_entropy, majority_answer
 from ..runs.processes import process_state
 from .layout import batch_layout, check_votes, fit_to_samples
-from .echo import LogitStatistics, adaptive_clip, check_update, hybrid_advantages
+from .vote_selection import TRAINED_VOTES, trained_first_order, verl_trained_votes
+from .echo import LogitStatistics, adaptive_clip, check_token_confidence, check_update, hybrid_advantages
 from .uncertainty import completion_entropies, normalise_uncertainty
 from .weights import WeightSnapshot
 
@@ -240,15 +242,20 @@ def adaptation_dataset(manifest: pd.DataFrame, image_root: Path) -> Dataset:
     decoded when TRL reads a batch (`with_transform`), so only a step's images are in memory."""
     from PIL import Image
 
+    from ..datasets.preprocessing import model_view
+
     def decode(batch: dict) -> dict:
         images = []
-        for sample_id, path in zip(batch["id"], batch["image"]):
+        # a grounding manifest's input_size (GroundingTask.view): the image the rollouts see, resized
+        sizes = batch.get("input_size") or [None] * len(batch["id"])
+        for sample_id, path, size in zip(batch["id"], batch["image"], sizes):
             try:
                 with Image.open(path) as im:
-                    images.append(im.convert("RGB"))
+                    images.append(model_view(im.convert("RGB"), size))
             except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as err:
                 raise ValueError(f"adaptation sample {sample_id}: image {path} does not decode: {err}") from err
-        return {"id": batch["id"], "image": images}
+        kept = {"input_size": batch["input_size"]} if "input_size" in batch else {}
+        return {"id": batch["id"], "image": images, **kept}
 
     system = manifest["system"] if "system" in manifest else [None] * len(manifest)
     columns = {
@@ -261,12 +268,13 @@ def adaptation_dataset(manifest: pd.DataFrame, image_root: Path) -> Dataset:
     }
     for name in manifest.columns.drop(["prompt", "image", "split", "system"], errors="ignore"):
         columns[name] = [v.tolist() if hasattr(v, "tolist") else v for v in manifest[name]]
-    return Dataset.from_dict(columns).with_transform(decode, columns=["id", "image"], output_all_columns=True)
+    decoded = ["id", "image", *(["input_size"] if "input_size" in columns else [])]
+    return Dataset.from_dict(columns).with_transform(decode, columns=decoded, output_all_columns=True)
 
 
 class PlaceholderInRolloutError(RuntimeError):
     """A rollout sampled an image / video placeholder token: the training forward would count one
-    image token too many ("Image features and image tokens do not match", gpu-probe.md)."""
+    image token too many ("Image features and image tokens do not match", docs/gpu-runs.md)."""
 
 
 class TestTimeGRPOTrainer(GRPOTrainer):
@@ -281,7 +289,8 @@ class TestTimeGRPOTrainer(GRPOTrainer):
 
     def __init__(self, *args, n_votes: int, forbidden_token_ids: list[int], update: dict | None = None,
                  lr_schedule_per: str = "step", advantages: str = "trl", kl_clamp: float | None = None,
-                 decay_every_parameter: bool = False, **kwargs):
+                 decay_every_parameter: bool = False, token_confidence: str = "top_k", trained_votes: str = "first",
+                 **kwargs):
         if lr_schedule_per not in ("step", "round"):
             raise ValueError(f"adaptation.hyperparameters.<task>.lr_schedule_per = {lr_schedule_per!r}; known: step, round")
         check_verl_update({"advantages": advantages, "kl_clamp": kl_clamp})
@@ -294,6 +303,11 @@ class TestTimeGRPOTrainer(GRPOTrainer):
         # transformers' Trainer spares biases and norms (`get_decay_parameter_names`)
         self.decay_every_parameter = decay_every_parameter
         self._kl_clamp_inputs = None  # the inputs of the _compute_loss call whose reference is being clamped
+        # ECHO's token confidence: the paper's top-k mean or the sampled token's probability (echo.py)
+        self.token_confidence = check_token_confidence(token_confidence)
+        if trained_votes not in TRAINED_VOTES:
+            raise ValueError(f"adaptation.hyperparameters.<task>.trained_votes = {trained_votes!r}; known: {', '.join(TRAINED_VOTES)}")
+        self.trained_votes = trained_votes  # which votes are trained: vote_selection.py
         self._gathered_rewards_per_func = None  # the last generation batch's rewards, all processes' (verl's advantages)
         with trl_construction_overrides(n_votes // kwargs["args"].num_generations):  # check_votes: a multiple
             super().__init__(*args, **kwargs)
@@ -379,7 +393,7 @@ class TestTimeGRPOTrainer(GRPOTrainer):
         helper (it slices each family's image inputs per chunk), the model's logits in place of TRL's
         fused head (which computes no top-k)."""
         completion_ids = batch["completion_ids"]
-        stats = LogitStatistics(self.model, completion_ids.size(1), self.temperature, top_k)
+        stats = LogitStatistics(self.model, completion_ids.size(1), self.temperature, top_k, self.token_confidence)
         keys = ("pixel_values", "image_grid_thw", "num_images", "pixel_attention_mask", "spatial_shapes", "num_tiles",
                 "image_sizes", "token_type_ids", "mm_token_type_ids", "image_position_ids")
         with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
@@ -425,7 +439,14 @@ class TestTimeGRPOTrainer(GRPOTrainer):
         # until the outermost region exits, so transformers' generate casts them once per round instead of
         # at every decoded token (accelerate's per-forward autocast; issue 23 finding 7, tests/test_per_sample.py)
         with generation_precision(self.model):
-            return self._generate_votes(prompts)
+            try:
+                return self._generate_votes(prompts)
+            except (ValueError, MemoryError, torch.OutOfMemoryError, PlaceholderInRolloutError):
+                raise  # the project's own refusals and memory say what to do already
+            except Exception as err:
+                if getattr(self, "use_vllm", False):
+                    raise vllm_rollout_failure(err) from err
+                raise
 
     def _generate_votes(self, prompts: list):
         trained = self.num_generations
@@ -442,6 +463,12 @@ class TestTimeGRPOTrainer(GRPOTrainer):
         finally:
             self.num_generations = trained
         refuse_placeholders(completion_ids, self.forbidden_token_ids)
+        if self.trained_votes == "verl":  # verl's trained votes moved to the front of their rows
+            order = self._verl_vote_order([len(p) + len(c) for p, c in zip(prompt_ids, completion_ids)], copies)
+            prompt_ids, completion_ids, completions = ([v[i] for i in order] for v in (prompt_ids, completion_ids, completions))
+            tool_mask, logprobs, images = (None if v is None else [v[i] for i in order] for v in (tool_mask, logprobs, images))
+            extra = {key: [v[i] for i in order] if isinstance(v, list) and len(v) == len(expanded) else v
+                     for key, v in extra.items()}
         keep = range(0, len(expanded), copies)  # the first sample of each row is trained, the others only vote
 
         def pick(values):
@@ -455,6 +482,29 @@ class TestTimeGRPOTrainer(GRPOTrainer):
         extra["extra_vote_ids"] = extras([list(ids) for ids in completion_ids])
         return (pick(prompt_ids), pick(completion_ids), pick(tool_mask), pick(completions), pick(logprobs), extra,
                 pick(images), pick(tool_images) if tool_images else tool_images)
+
+    def _verl_vote_order(self, lengths: list[int], copies: int) -> list[int]:
+        """This process's samples reordered so that each row's first sample is one verl trains
+        (vote_selection.py): every process's token lengths gathered (the round's rows in process order, each
+        prompt's rows consecutive), verl's choice made over the round with as many partitions as prompts (the
+        authors' GPUs per round), and each local prompt's votes permuted among its own rows."""
+        from accelerate.utils import gather_object
+
+        votes_per_prompt = self.num_generations * copies
+        every = gather_object([len(lengths)])  # samples per process
+        offset = sum(every[: process_state().process_index])
+        if offset % votes_per_prompt or len(lengths) % votes_per_prompt:
+            raise ValueError(f"trained_votes: verl needs each prompt's {votes_per_prompt} votes on one process; this "
+                             f"process holds samples {offset}..{offset + len(lengths) - 1}: give each process whole "
+                             "prompts (generation_batch_size a multiple of num_generations x processes) or use `first`")
+        lengths_all = gather_object(list(lengths))
+        chosen = verl_trained_votes(lengths_all, votes_per_prompt, self.num_generations,
+                                    len(lengths_all) // votes_per_prompt)
+        order = []
+        for prompt in range(offset // votes_per_prompt, (offset + len(lengths)) // votes_per_prompt):
+            start = prompt * votes_per_prompt - offset
+            order += [start + i for i in trained_first_order(chosen[prompt], votes_per_prompt, copies)]
+        return order
 
 
 VERL_ADVANTAGES = ("trl", "verl")
@@ -688,6 +738,13 @@ def optimizer_arguments(hp: dict, seed: int) -> dict:
     )
 
 
+def vllm_rollout_failure(err: Exception) -> RuntimeError:
+    """A vLLM rollout's failure, with the way round it: colocated vLLM rollouts (what `rollout_backend: auto`
+    picks where vLLM is installed) have not run on a GPU since the trainer's rewrite; transformers' generate has."""
+    return RuntimeError(f"vLLM rollouts failed ({type(err).__name__}: {err}); set adaptation.rollout_backend: hf "
+                        "(transformers' generate, slower, the path the CPU tests run) and rerun")
+
+
 def rollout_backend(choice: str) -> str:
     """vLLM rollouts (colocated with the trainer) or transformers' generate; see choose_backend."""
     return choose_backend(choice, "adaptation.rollout_backend")
@@ -752,6 +809,12 @@ class TestTimeAdaptation:
         n_votes = check_votes(hp)
         if hp.get("freeze_vision"):
             freeze_vision_tower(model)
+        if hp.get("vision_drop_path") == "checkpoint":
+            raise ValueError("vision_drop_path: checkpoint is resolved per model by the plan (plan/resources.py "
+                             "job_method_settings); give --method-json a rate")
+        if hp.get("vision_drop_path"):  # the authors' InternViT drops paths in training (models/families.py)
+            log.info("vision drop path %s: %d residual branches hooked", hp["vision_drop_path"],
+                     add_vision_drop_path(model, float(hp["vision_drop_path"])))
         micro = hp.get("micro_batch_size") or hp["num_generations"]
         self.model, self.processor, self.hp, self.runs = model, processor, hp, 0
         self.new_reward = lambda: GroupReward(method["reward"], method.get("reward_params", {}), hp["num_generations"],
@@ -777,6 +840,8 @@ class TestTimeAdaptation:
             advantages=hp.get("advantages", "trl"),
             kl_clamp=hp.get("kl_clamp"),
             decay_every_parameter=hp.get("decay_every_parameter", False),
+            trained_votes=hp.get("trained_votes", "first"),
+            token_confidence=hp.get("token_confidence", "top_k"),
         )
         self.reward.policy = (model, processor)
         if backend == "vllm":  # TRL 1.16 + vLLM expand image placeholders twice (huggingface/trl 6294, 6401)

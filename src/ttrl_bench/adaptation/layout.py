@@ -53,7 +53,7 @@ def batch_layout(hp: dict, num_processes: int = 1) -> dict:
     num_generations completions (TTRV authors' logs: 4 x 16); forward/backward runs on
     `micro_batch_size` of them at a time with gradient accumulation; rollouts are generated
     `generation_batch_size` at a time (default: one prompt's group per process, since HF generate
-    holds the whole generation batch at once, gpu-probe.md; with fewer prompts per step than
+    holds the whole generation batch at once, docs/gpu-runs.md; with fewer prompts per step than
     processes, one group split across them)."""
     n = hp["num_generations"]
     per_step = n * hp.get("prompts_per_step", 1)

@@ -48,22 +48,15 @@ from .echo import ECHO_DEFAULTS, check_update
 # - TRL's k3 times the ratio to the old policy (grpo_trainer.py `use_bias_correction_kl`; differentiable, so it
 #   changes the KL gradient even on-policy); verl's KL loss is the plain token-mean of k3 (dp_actor.py:377-387):
 #   `bias_corrected_kl` False (default True).
-# Left out, with what they change:
-# - which 16 of the 32 votes are trained and how a step's 16 are drawn: verl reorders the round's rollouts to
-#   balance tokens across GPUs (ray_trainer.py:974-989, _balance_batch before and after `_select_top_k_per_prompt`),
-#   so its "first 16" and each mini-batch depend on the completions' lengths; here the first 16 sampled are
-#   trained (an unbiased draw) and TRL shuffles a generation batch across its steps. Both mix prompts within a
-#   step; verl's choice leans on lengths, ours does not. Reproducing it needs verl's Karmarkar-Karp partitioner.
-#   In detail (trainer.balance_batch True in every log): the 4 x 32 votes, prompt-major (ray_trainer.py:1096),
-#   are cut into n_gpus partitions of equal count and balanced token sums (prompt + response lengths) by
-#   Karmarkar-Karp (ray_trainer.py:1104 -> seqlen_balancing.py:24-128 with equal_size), the partitions listed
-#   largest sum first (seqlen_balancing.py:55, 72), each in index order (seqlen_balancing.py:177); a stable sort
-#   by the prompt's dataset index (ray_trainer.py:1140-1141) keeps that order within a prompt, so the 16 trained
-#   (`_select_top_k_per_prompt`, ray_trainer.py:991-1000, called at 1160) are the prompt's votes in the
-#   first-listed partitions: all of its votes in partition 0, then partition 1's, ... until 16. The reward still
-#   sees all 32 (reward_manager/ttrl.py:129-162). After the cut the 64 trained are balanced again
-#   (ray_trainer.py:1182), each GPU takes its partition (in index order: prompt-major), and its mini-batches of
-#   4 are consecutive chunks of it (dp_actor.py:294-298, the multimodal path's `chunk`), so a step's 16 = 4 per GPU.
+# - which 16 of the 32 votes are trained: verl reorders the round's rollouts to balance tokens across GPUs before
+#   the reward, and keeps each prompt's first 16 in that order (ray_trainer.py:974-1000, 1140-1160): the votes in
+#   the first-listed Karmarkar-Karp partitions, so its choice leans on the completions' lengths.
+#   `trained_votes` "verl" reproduces that choice (adaptation/vote_selection.py, equal to verl's partitioner on
+#   3,000 random rounds); "first" (default) trains the first 16 sampled, an unbiased draw.
+# Left out, with what it changes:
+# - how a step's 16 are drawn: after the cut verl balances the 64 trained again (ray_trainer.py:1182), each GPU
+#   takes its partition (prompt-major) and its mini-batches of 4 are consecutive chunks of it (dp_actor.py:294-298),
+#   so a step's 16 = 4 per GPU; TRL shuffles a generation batch across its steps. Both mix prompts within a step.
 # - old and reference log-probs: verl computes them on all 32 votes; only the 16 trained use them (no effect).
 TTRV_HYPERPARAMETERS = {
     "learning_rate": 5e-7,
@@ -89,7 +82,7 @@ TTRV_HYPERPARAMETERS = {
     "freeze_vision": True,
     # Method, not only memory: with "bnpo" each micro-batch of 2 is one token-mean (the authors' micro-batch).
     "micro_batch_size": 2,
-    # Memory (gpu-probe.md: one forward over 8 x 32 rollouts ran out of memory on 80 GB).
+    # Memory (docs/gpu-runs.md: one forward over 8 x 32 rollouts ran out of memory on 80 GB).
     "gradient_checkpointing": True,
 }
 
@@ -137,8 +130,10 @@ VR_TTRL_HYPERPARAMETERS = {
 }
 
 # ECHO Appendix A.3 Table 5 ("following the TTRL setup"): 64 rollouts vote, 32 are trained on, train batch 5
-# prompts, PPO mini-batch 1 prompt (so 5 optimizer steps per generation batch, the later ones off-policy:
-# where the clip range acts), micro-batch 1, lr 5e-7, KL loss 1e-3 (verl low_var_kl = TRL's k3). Table 5 gives
+# prompts, PPO mini-batch 1 prompt (verl multiplies ppo_mini_batch_size 1 by rollout.n, then divides it among
+# the GPUs, fsdp_workers.py:171-172, and steps the optimizer once per mini-batch, dp_actor.py:434-444, 593: one
+# prompt's 32 rollouts a step, so 5 optimizer steps per generation batch, the later ones off-policy: where the
+# clip range acts), micro-batch 1, lr 5e-7, KL loss 1e-3 (verl low_var_kl = TRL's k3). Table 5 gives
 # only the validation temperature (0.6, evaluation's); the rest from the authors' script
 # (user683/ECHO verl/examples/ttrl_echo/Qwen2.5/geometry3k.sh, whose batch 8 and 32/32 votes Table 5
 # overrides): rollout temperature 0.8, 3072 new tokens (1024 * K, K = 3), 5 epochs, cosine schedule with 3%
@@ -146,7 +141,24 @@ VR_TTRL_HYPERPARAMETERS = {
 # group advantages, vision tower trained (no freeze in the authors' code). The same settings run MM-UPT and
 # supervised GRPO, so the three differ in the update rule or the reward alone.
 # Departures: TRL shuffles a generation batch's completions across its optimizer steps (verl: one prompt per
-# mini-batch, in order), and has no dual clip (verl clip_ratio_c 3.0 caps negative-advantage ratios).
+# mini-batch, in order); TRL's loss over the whole step (dapo) and no dual clip.
+# Where the paper and the authors' shipped scripts differ, the scripts' value is the `authors` protocol's
+# (plan/protocols.py, config `adaptation.hyperparameters.math`; the presets keep the paper's, the `clean` run):
+# - prompts per round: Table 5's 5 vs the script's DATA_TRAIN_BATCH_SIZE=8 (geometry3k.sh:26; its checkpoint
+#   name global_step_1310 = floor(2,101 Geometry3k rows / 8) x 5 epochs agrees): generation_batch_size 8 x 32;
+# - votes: Table 5's 64 vs the script's N_VOTES_PER_PROMPT=32 = N_SAMPLES_PER_PROMPT=32 (geometry3k.sh:27-28):
+#   n_votes 32, every vote trained;
+# - the loss: verl's token-mean per micro-batch of 2 (ppo_micro_batch_size_per_gpu 2, geometry3k.sh:30;
+#   loss_agg_mode token-mean, ppo_trainer.yaml) with dual clip c = 3 (clip_ratio_c, core_algos.py:780-786):
+#   TRL's loss_type "bnpo" (token mean over the local batch, trl grpo_config.py) with micro_batch_size 2 and
+#   `delta` 3.0 (grpo_trainer.py: the ratio capped at delta), as TTRV_HYPERPARAMETERS above;
+# - token confidence and votes: `token_confidence` "sampled" and `answer_parser` "boxed" (adaptation/echo.py,
+#   evaluation/math_answers.py).
+# Not built: the GeoQA cells' LoRA adapter (standalone_inference.py:22, lora_adapter at global_step_654; the
+# scripts' `lora_rank=128` / `lora_alpha=128` lines are commented out, geometry3k.sh:108-109, so only the
+# GeoQA run is known to be LoRA). TRL takes a peft LoraConfig (GRPOTrainer `peft_config`), but peft is not
+# installed here and the adapter's target modules are not in their code (verl's default "all-linear",
+# ppo_trainer.yaml); GeoQA trains fully under both protocols.
 ECHO_HYPERPARAMETERS = {
     "learning_rate": 5e-7,
     "lr_scheduler": "cosine",
@@ -218,7 +230,7 @@ PRESETS: dict[str, dict | None] = {
         "hyperparameters": TTRV_HYPERPARAMETERS,
         "source": "TTRV Table 5",
     },
-    # T3RL (papers/t3rl-abstract.txt, Figure 2): verification-weighted majority vote, verified rollouts
+    # T3RL (arXiv 2603.02203, Figure 2): verification-weighted majority vote, verified rollouts
     # weigh omega = 5 (SPEC.md), binary reward against the weighted pseudo-label; the verifier executes
     # the computation each rollout claims in a sandbox (rewards/t3rl.py). TTRV's settings, as TTRL's.
     "t3rl": {
@@ -227,7 +239,7 @@ PRESETS: dict[str, dict | None] = {
         "hyperparameters": TTRV_HYPERPARAMETERS,
         "source": "T3RL, Tool Verification for Test-Time RL (arXiv 2603.02203), Figure 2",
     },
-    # ECHO (papers/echo.txt Sections 3.2-3.4): TTRL's majority-vote reward on math answers, with ECHO's update
+    # ECHO (arXiv 2602.02150 Sections 3.2-3.4): TTRL's majority-vote reward on math answers, with ECHO's update
     # rule (adaptation/echo.py; the authors' hybrid_adv defaults). The authors' vote (verl/trainer/ppo/
     # ttrl_utils.py `_majority_vote`) drops answers without \boxed{} before counting and their reward
     # (ttrl_math compute_score) gives them 0: unparsable "no_reward". The tree rollout is off in the authors'
@@ -255,7 +267,7 @@ PRESETS: dict[str, dict | None] = {
         "hyperparameters": {**ECHO_HYPERPARAMETERS, "n_votes": 32},
         "source": "ECHO Appendix B.2 Table 12 (supervised GRPO); settings ECHO Table 5",
     },
-    # DARE (papers/dare-summary.txt): uncertainty-aware distribution reward + exploration bonus +
+    # DARE (arXiv 2601.21804): uncertainty-aware distribution reward + exploration bonus +
     # pruning. alpha, tau are not in the summary: 0.5 / 0.05 are our defaults (SPEC.md). The
     # uncertainty is the completion's mean token entropy divided by log |vocabulary|.
     # Hyper-parameters: TTRV's, so DARE and TTRV differ in the reward alone.
@@ -265,7 +277,7 @@ PRESETS: dict[str, dict | None] = {
         "hyperparameters": TTRV_HYPERPARAMETERS,
         "source": "DARE, Distribution-Aware Reward Estimation for Test-Time RL (arXiv 2601.21804), defaults ours",
     },
-    # VR-TTRL (papers/vr-ttrl.txt): per-sample GRPO with the geometric consensus reward plus the
+    # VR-TTRL (Single-Sample Test-Time RL for VLMs, anonymous submission): per-sample GRPO with the geometric consensus reward plus the
     # VisionReasoner format rewards; thresholds "base" 0.5/10/30 (Table 9 has loose and strict).
     "vr-ttrl": {
         "reward": "vr_ttrl_consensus",
@@ -398,6 +410,17 @@ for _epochs in (2, 5, 10, 20):
 
 METHOD_NAMES = tuple(PRESETS)
 
+# ECHO and its baselines (ECHO Table 2, 12): their config layer is `adaptation.hyperparameters.math`, applied
+# over the mcq layer (their answers are of the mcq family), so the ECHO authors' settings (plan/protocols.py)
+# reach these methods and not TTRV's, and TTRV's mcq settings reach them only where the math layer sets none.
+MATH_METHODS = ("echo", "mm-upt", "supervised-grpo")
+
+
+def hyperparameter_sections(name: str) -> tuple[str, ...]:
+    """The `adaptation.hyperparameters` sections a method reads, later ones winning."""
+    task = method_task(name)
+    return (task, "math") if name in MATH_METHODS else (task,)
+
 
 def method_task(name: str) -> str | None:
     """The task kind a method adapts on: "mcq" (answers are option letters), "grounding"
@@ -434,11 +457,21 @@ OPTIONAL_HYPERPARAMETERS = {
     "lr_schedule_per", "loss_type", "dual_clip", "data_seed", *VERL_UPDATE,
     # the `authors` protocol's (plan/protocols.py): the votes' parser ("robust" unless set) and the chat template
     "answer_parser", "chat_template",
+    # ECHO's token confidence (adaptation/echo.py): "top_k" unless set
+    "token_confidence",
+    # which votes are trained (adaptation/vote_selection.py): "first" unless set; verl's under `authors`
+    "trained_votes",
+    # stochastic depth in the vision encoder's training forward (models/families.py): a rate, or "checkpoint" for
+    # the original checkpoint's (plan/resources.py resolves it per model); none unless set
+    "vision_drop_path",
 }
 
 
 def task_hyperparameters(task: str) -> set[str]:
-    """The keys of config `adaptation.hyperparameters.<task>`: those of every preset of the task."""
+    """The keys of config `adaptation.hyperparameters.<task>`: those of every preset of the task ("math":
+    of MATH_METHODS)."""
+    if task == "math":
+        return set().union(*(set(PRESETS[m]["hyperparameters"]) for m in MATH_METHODS)) | OPTIONAL_HYPERPARAMETERS
     return set().union(*(set(p["hyperparameters"]) for p in PRESETS.values()
                          if p and method_task_of(p) == task)) | OPTIONAL_HYPERPARAMETERS
 

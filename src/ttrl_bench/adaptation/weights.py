@@ -9,7 +9,7 @@ process (every process takes part in those collectives).
 Two uses: VR-TTRL restores the base model from it after every sample (never from disk), and every
 adaptation measures with it how much of the model it changed. An update that rounds to nothing
 is a silent bug (a bf16 checkpoint trained in bf16 at lr 5e-7 changed 0.26% of its weights on the
-first GPU run, gpu-probe.md), so the fraction is logged: in the training precision, and after
+first GPU run, docs/gpu-runs.md), so the fraction is logged: in the training precision, and after
 casting to the dtype the adapted checkpoint is saved in.
 """
 

@@ -10,6 +10,14 @@ import re
 import numpy as np
 import pandas as pd
 
+from ..datasets.preprocessing import (
+    GROUNDING_QUERIES,
+    MATH_SUFFIX,
+    grounding_prompt,
+    to_model_view,
+    to_original,
+    visionreasoner_query,
+)
 from ..datasets.registry import get_dataset
 from ..rewards import grounding
 from .extraction import (
@@ -21,7 +29,8 @@ from .extraction import (
     short_answers_match,
     ttrv_choice,
 )
-from .math_answers import answer_text, letters_of, normalize_math_answer, numbers_close
+from .math_answers import (AUTHORS_EVAL_SYSTEM, answer_text, authors_answer_text, boxed_answer, lenient_correct,
+                           letters_of, normalize_math_answer, numbers_close)
 from .metrics import giou_ciou_from_counts, mme_score, pass_at_k, smape_score, verl_mean_at
 
 
@@ -138,12 +147,22 @@ def gold_mask(row: dict, objects: list[dict]) -> np.ndarray:
 
 class GroundingTask:
     """Referring grounding (VR-TTRL): the answer is a list of objects with a box and a point.
-    Predicted masks are the predicted boxes (no SAM2 here), so the metrics are called box_giou /
-    box_ciou; they are scored against the dataset's own masks where it has them."""
+    Without a masker (config evaluation.grounding.sam2) the predicted masks are the predicted boxes and
+    the metrics are called box_giou / box_ciou, our own metrics (results/paper_tables.py never puts them
+    in a published mask cell); they are scored against the dataset's own masks where it has them.
+
+    `input_size` (config evaluation.grounding.input_size; 840 under `authors`): the model sees the image
+    resized to that square (preprocessing.model_view) and answers in its pixels. Parsed answers and the
+    gold of `gold` are in the model's pixels (the rollouts' rewards and training log compare them there, as
+    VisionReasoner's thresholds are meant); `prediction_columns` maps answers back to the original image
+    with VisionReasoner's rounding (preprocessing.to_original) before masks and metrics. `query`
+    ("as_given" or "visionreasoner": lower-cased and stripped, preprocessing.visionreasoner_query) is the
+    query the prompt is built from. `view` applies both to a manifest."""
 
     family = "grounding"
 
-    def __init__(self, primary: str = "box_giou", masker=None, empty_mask_iou: str = "zero"):
+    def __init__(self, primary: str = "box_giou", masker=None, empty_mask_iou: str = "zero",
+                 input_size: int | None = None, query: str = "as_given"):
         # masker: masks from predicted objects (evaluation.masks.Sam2Masker); None -> the boxes
         self.masker = masker
         # config evaluation.grounding.empty_mask_iou (metrics.giou_ciou_from_counts)
@@ -151,12 +170,28 @@ class GroundingTask:
         self.prefix = "" if masker else "box_"
         # count_accuracy for the counting sets (PixMo-Count, CountBench)
         self.primary = primary.replace("box_", self.prefix)
+        if query not in GROUNDING_QUERIES:
+            raise ValueError(f"evaluation.grounding.query must be one of {', '.join(GROUNDING_QUERIES)}, got {query!r}")
+        if input_size is not None and int(input_size) < 1:
+            raise ValueError(f"evaluation.grounding.input_size must be a positive side in pixels, got {input_size!r}")
+        self.input_size = int(input_size) if input_size else None
+        self.query = query
+
+    def view(self, samples: pd.DataFrame) -> pd.DataFrame:
+        """The manifest as the model is asked: the prompt built from VisionReasoner's form of the query
+        (query "visionreasoner"), and an `input_size` column the image loaders resize to."""
+        if self.query == "visionreasoner" and "query" in samples:
+            samples = samples.assign(prompt=[grounding_prompt(visionreasoner_query(q)) for q in samples["query"]])
+        if self.input_size:
+            samples = samples.assign(input_size=self.input_size)
+        return samples
 
     def parse(self, text: str, row: dict):
         return grounding.parse_objects(text)
 
     def gold(self, row: dict):
-        return _objects(row["boxes"], row["points"])
+        """The gold objects in the pixels the model answers in (original pixels without input_size)."""
+        return to_model_view(_objects(row["boxes"], row["points"]), row["width"], row["height"], _input_size(row))
 
     def score(self, parsed, gold) -> float:
         return grounding.pairwise_accuracy(parsed, gold) / 3
@@ -173,29 +208,57 @@ class GroundingTask:
 
     def prediction_columns(self, parsed: list, samples: pd.DataFrame) -> dict:
         rows = samples.to_dict("records")
+        # answers in original pixels (VisionReasoner's rescaling from the model's view, if any)
+        parsed = [to_original(p, r["width"], r["height"], _input_size(r)) for p, r in zip(parsed, rows)]
+        golds = [_objects(r["boxes"], r["points"]) for r in rows]
         masker = self.masker or (lambda r, p: box_mask(p, r["width"], r["height"]))
         # Seg-Zero evaluation_visionreasoner.py: an answer the extraction cannot read whole (one
         # invalid object) is scored as an empty mask (intersection 0, union = the gold mask)
         pred_masks = [masker(r, grounding.scored_objects(p)) for p, r in zip(parsed, rows)]
-        gold_masks = [gold_mask(r, self.gold(r)) for r in rows]
+        gold_masks = [gold_mask(r, g) for r, g in zip(rows, golds)]
         inter = [int((p & g).sum()) for p, g in zip(pred_masks, gold_masks)]
         union = [int((p | g).sum()) for p, g in zip(pred_masks, gold_masks)]
-        n_pred = [len(grounding.valid_objects(p)) for p in parsed]
+        # the count: the objects the masks are drawn from, none when one is invalid (VisionReasoner
+        # vision_reasoner_model.py:110-121 parses all or nothing, :671 count = len(bboxes))
+        n_pred = [len(grounding.scored_objects(p)) for p in parsed]
         return {
             "parsed": [json.dumps(p) if p is not None else None for p in parsed],
-            "gold": [json.dumps(self.gold(r)) for r in rows],
+            "gold": [json.dumps(g) for g in golds],
             "intersection": inter,
             "union": union,
             "n_pred": n_pred,
             # counting: one object per counted thing (count column: PixMo-Count, CountBench)
             "correct": [n == int(r.get("count", len(r["boxes"]))) for n, r in zip(n_pred, rows)],
+            "bbox_hit": [bbox_hit(p, g) for p, g in zip(parsed, golds)],
         }
 
     def metrics(self, predictions: pd.DataFrame) -> dict[str, float]:
         giou, ciou = giou_ciou_from_counts(list(predictions["intersection"]), list(predictions["union"]),
                                            self.empty_mask_iou)
-        return {f"{self.prefix}giou": 100 * giou, f"{self.prefix}ciou": 100 * ciou,
-                "count_accuracy": 100 * predictions["correct"].mean()}
+        metrics = {f"{self.prefix}giou": 100 * giou, f"{self.prefix}ciou": 100 * ciou,
+                   "count_accuracy": 100 * predictions["correct"].mean()}
+        if "bbox_hit" in predictions and predictions["bbox_hit"].notna().all() and len(predictions):
+            metrics["bbox_ap"] = 100 * float(predictions["bbox_hit"].astype(float).mean())
+        return metrics
+
+
+def _input_size(row: dict) -> int | None:
+    value = row.get("input_size")
+    return None if value is None or pd.isna(value) else int(value)
+
+
+def bbox_hit(parsed: list | None, gold: list[dict]) -> bool | None:
+    """VisionReasoner's per-row `bbox_iou`, which its calculate_iou_with_bbox.py averages and prints as
+    "bbox_AP" (evaluation/evaluation_segmentation.py:123-130): 1 when any predicted box (original pixels)
+    has `compute_bbox_iou` > 0.5 with the row's gold box (continuous areas, :38-59), else 0; an answer
+    with an invalid object has no boxes (its parse raises: vision_reasoner_model.py:110-121). VR-TTRL
+    Appendix A defines bbox_AP as COCO's AP over IoU 0.5:0.95, which needs scored detections: not
+    implemented (VisionReasoner's answers carry no scores). None for a row without exactly one gold box
+    (counting rows)."""
+    if len(gold) != 1:
+        return None
+    target = gold[0]["bbox_2d"]
+    return any(grounding.box_iou(o["bbox_2d"], target, pixel=False) > 0.5 for o in grounding.scored_objects(parsed))
 
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -241,7 +304,7 @@ class FreeformCountTask:
 
 
 class MathTask:
-    """ECHO's math reasoning (papers/echo.txt Section 4, Tables 2 and 12): the answer is reasoned and
+    """ECHO's math reasoning (ECHO, arXiv 2602.02150, Section 4, Tables 2 and 12): the answer is reasoned and
     put in \\boxed{}; evaluation math_answers.py explains extraction and normal forms. A question
     with options is answered by option letter(s) ("B", LogicVista's "A,C"), read from the boxed
     answer or, as in `check_correctness`, from the text of one option; without options by the
@@ -249,30 +312,47 @@ class MathTask:
     2021, evaluation.metrics.pass_at_k): a greedy evaluation is pass@1 of one completion.
 
     `family` "mcq": the answers are discrete values, so the majority-vote rewards apply (MM-UPT,
-    ECHO vote on them). `pass_k`: the k of the pass@k metrics (config evaluation.math.pass_k)."""
+    ECHO vote on them). `pass_k`: the k of the pass@k metrics (config evaluation.math.pass_k).
+
+    `grader` (config evaluation.math.grader): "exact", ours; "lenient", the ECHO authors' evaluation
+    (standalone_inference.py): their extraction, the raw gold string, math_answers.lenient_correct.
+    `answer_parser` (hyper-parameter answer_parser, the votes in training): "boxed", the authors' vote
+    (only a whole \\boxed{} answers; an unboxed completion is unparsable, so "no_reward" gives it 0);
+    anything else, our fallback chain (math_answers.answer_text)."""
 
     family = "mcq"
     primary = "pass@1"
 
-    def __init__(self, pass_k: tuple[int, ...] = (1,)):
+    def __init__(self, pass_k: tuple[int, ...] = (1,), grader: str = "exact", answer_parser: str = "robust"):
+        if grader not in MATH_GRADERS:
+            raise ValueError(f"math grader must be one of {', '.join(MATH_GRADERS)}, got {grader!r}")
         self.pass_k = tuple(sorted({1, *pass_k}))
+        self.grader, self.boxed_only = grader, answer_parser == "boxed"
 
     def parse(self, text: str, row: dict):
+        if self.grader == "lenient":  # their extraction; "" (nothing found) is a parse failure
+            return authors_answer_text(text) or None
         options = list(row.get("options") if row.get("options") is not None else [])
-        answer = answer_text(text)
+        answer = boxed_answer(text) if self.boxed_only else answer_text(text)
         if not options:
             return normalize_math_answer(answer)
         letters = letters_of(answer, options)
+        if self.boxed_only:  # a boxed non-letter votes as its own value, as their string count does
+            return letters if letters is not None else normalize_math_answer(answer)
         # "The answer is (C)" without a box, as extraction.extract_choice reads letters
         return letters if letters is not None else extract_choice(text, options)
 
     def gold(self, row: dict):
+        if self.grader == "lenient":
+            return None if row["answer"] is None else str(row["answer"])
         options = row.get("options")
         return str(row["answer"]) if options is not None and len(options) else normalize_math_answer(row["answer"])
 
     def score(self, parsed, gold) -> float:
         if parsed is None or gold is None:
             return 0.0
+        if self.grader == "lenient":
+            return float(lenient_correct(parsed, gold))
         return float(parsed == gold or numbers_close(parsed, gold))
 
     def format_rewards(self, texts: list[str], **format_params) -> list[float]:
@@ -297,6 +377,21 @@ class MathTask:
                 for k in self.pass_k}
 
 
+# config evaluation.math.grader: ours, or the ECHO authors' standalone_inference.py `check_correctness`
+MATH_GRADERS = ("exact", "lenient")
+# config evaluation.math.prompt: the training prompt (reasoning suffix), or the ECHO authors' evaluation prompt
+MATH_PROMPTS = ("training", "authors")
+
+
+def authors_math_prompts(samples: pd.DataFrame) -> pd.DataFrame:
+    """The items as the ECHO authors' evaluation asks them (standalone_inference.py:171-214): their system
+    turn (math_answers.AUTHORS_EVAL_SYSTEM), then the image and the item's text without training's
+    "Please reason step by step ..." suffix (their test.json `prompt` is the question and its choices,
+    data/save_as_json.py:164-169; verl appends the suffix in training only, geometry3k.sh:50)."""
+    return samples.assign(prompt=[str(p).removesuffix(MATH_SUFFIX) for p in samples["prompt"]],
+                          system=AUTHORS_EVAL_SYSTEM)
+
+
 TASKS = {
     "recognition": MCQTask(),
     "vqa": MCQTask(),
@@ -308,14 +403,17 @@ TASKS = {
 
 
 def task_for(dataset: str, sam2: str | None = None, image_root=None, empty_mask_iou: str = "zero",
-             choice_parser: str = "robust", pass_k: tuple[int, ...] = (1,)):
+             choice_parser: str = "robust", pass_k: tuple[int, ...] = (1,), input_size: int | None = None,
+             query: str = "as_given", sam2_multimask: str = "best_score", grader: str = "exact"):
     """The task of a dataset; `sam2`: a SAM2 checkpoint for grounding masks, `empty_mask_iou`:
     how a sample with empty prediction and target counts in gIoU, `choice_parser`: how option
-    letters are read, `pass_k`: the k of a math task's pass@k (evaluation only; config
+    letters are read (a math task's votes: "boxed", the ECHO authors' boxed-only vote), `pass_k`: the k
+    of a math task's pass@k, `grader` a math task's grading (MathTask); grounding's `input_size`, `query` and
+    `sam2_multimask` (GroundingTask, masks.Sam2Masker) (evaluation only; config
     evaluation.grounding / evaluation.mcq / evaluation.math)."""
     spec = get_dataset(dataset)
-    if spec.task == "math" and tuple(pass_k) != (1,):
-        return MathTask(tuple(pass_k))
+    if spec.task == "math" and (tuple(pass_k) != (1,) or grader != "exact" or choice_parser == "boxed"):
+        return MathTask(tuple(pass_k), grader, choice_parser)
     if dataset == "mme":
         return MMETask(choice_parser)
     if spec.task in ("recognition", "vqa") and choice_parser != "robust":
@@ -323,8 +421,12 @@ def task_for(dataset: str, sam2: str | None = None, image_root=None, empty_mask_
     if spec.task not in TASKS:
         raise NotImplementedError(f"dataset {dataset!r}: task {spec.task!r} has no evaluation yet")
     task = TASKS[spec.task]
-    if task.family == "grounding" and (sam2 or empty_mask_iou != "zero"):
+    as_given = query in (None, "as_given")
+    if task.family == "grounding" and (sam2 or empty_mask_iou != "zero" or input_size or not as_given):
         from .masks import Sam2Masker
 
-        return GroundingTask(task.primary, Sam2Masker(sam2, image_root) if sam2 else None, empty_mask_iou)
+        # counting sets are scored by their count: no SAM2 (VisionReasoner's count_objects_batch runs none)
+        masker = Sam2Masker(sam2, image_root, multimask=sam2_multimask or "best_score") \
+            if sam2 and spec.task == "grounding" else None
+        return GroundingTask(task.primary, masker, empty_mask_iou, input_size, query or "as_given")
     return task

@@ -24,7 +24,7 @@ EVALUATION_DEFAULTS = {
     # its GPU, so vLLM's own default. On vLLM's CPU build it is the share of host memory.
     "gpu_memory_utilization": 0.9,
     # Eager mode: CUDA graphs failed the engine start on the lent H100 (they import flashinfer),
-    # eager ran 36 samples/s vs 18 for transformers' generate (gpu-probe.md).
+    # eager ran 36 samples/s vs 18 for transformers' generate (docs/gpu-runs.md).
     "enforce_eager": True,
     # Sequences decoded at once; null = vLLM's default.
     "max_num_seqs": None,
@@ -45,7 +45,7 @@ ADAPTATION_DEFAULTS = {
     # Offload weights and KV cache during the optimizer step: less memory, slower wake-up.
     "enable_sleep_mode": False,
     # vLLM's FlashInfer top-k/top-p sampler: null = vLLM's choice; false where flashinfer is not installed
-    # (VLLM_USE_FLASHINFER_SAMPLER=0: the lent H100's rollouts needed it, gpu-probe.md). TRL builds this
+    # (VLLM_USE_FLASHINFER_SAMPLER=0: the lent H100's rollouts needed it, docs/gpu-runs.md). TRL builds this
     # engine without `enforce_eager` (trl/generation/vllm_generation.py:347-364): CUDA graphs stay on.
     "flashinfer_sampler": None,
 }

@@ -3,7 +3,7 @@
 Adaptation and rewards never test a family's name. What they need from a model is answered here:
 - the vision tower to freeze: transformers' own `get_encoder(modality="image")` lookup;
 - the placeholder tokens a rollout must never contain (image / video context tokens: a sampled one
-  makes the training forward count one image token too many, gpu-probe.md), read from the config;
+  makes the training forward count one image token too many, docs/gpu-runs.md), read from the config;
 - the teacher-forced forward of a prompt, its image and a completion (`completion_logits`): the
   processor builds every input its model needs, so losses and entropies never name a family;
 - for the offline tiny models: each family's special tokens, chat template, config and processor
@@ -398,3 +398,57 @@ def _packed_trace_attention(module, query, key, value, attention_mask=None, scal
     of full attention: an upper bound for windowed towers)."""
     out = torch.nn.functional.scaled_dot_product_attention(query, key, value, scale=scaling)
     return out.transpose(1, 2), None
+
+
+# Stochastic depth in the vision encoder's training forward. The TTRV authors trained InternVL's original
+# (remote-code) checkpoints, whose InternViT drops each layer's attention and MLP branch per image tile with a
+# rate rising linearly from 0 to `drop_path_rate` over the layers, in training mode only; their logs print the
+# checkpoint's vision_config (Akshit21112002/TTRV verl/logs, e.g. ai2d_20_OpenGVLab_InternVL3-2B_2e_0916_235226.log
+# line 288): 0.1 in every InternVL3-2B and -8B log, 0.0 in every InternVL2.5-4B log. The -hf conversions in
+# transformers have no drop path, so under `vision_drop_path` it is added back by forward hooks.
+ORIGINAL_VISION_DROP_PATH = (("InternVL3-", 0.1), ("InternVL2_5-", 0.0), ("InternVL2.5-", 0.0))
+# the residual branches of each family's vision layers (transformers' InternVLVisionLayer: attention, mlp)
+VISION_RESIDUAL_BRANCHES = {"internvl": ("attention", "mlp")}
+
+
+def original_vision_drop_path(model_id: str) -> float:
+    """The drop-path rate of the original checkpoint the authors trained, from its Hub id (InternVL3-4B's 0.1
+    is the InternVL3 series' value, not seen in a log); 0.0 for families whose vision encoder has none (Qwen)."""
+    return next((rate for marker, rate in ORIGINAL_VISION_DROP_PATH if marker in model_id), 0.0)
+
+
+def drop_path_rates(layers: int, rate: float) -> list[float]:
+    """Per layer, as InternViT builds them: torch.linspace(0, rate, layers)."""
+    return [float(r) for r in torch.linspace(0, rate, layers)]
+
+
+def add_vision_drop_path(model, rate: float) -> int:
+    """Hooks that drop each vision layer's residual branches per sample (one image tile), with probability
+    drop_path_rates(layers, rate)[i], scaling the kept ones by 1 / (1 - p), in the differentiable training
+    forward only (model.training and gradients on): verl's update forward runs in train mode, its old and
+    reference log-probs in eval mode (dp_actor.py:233, 283) and its rollouts in vLLM, none of which drop.
+    Returns the number of hooked branches; ValueError for a family whose branches are not known here."""
+    branches = VISION_RESIDUAL_BRANCHES.get(model.config.model_type)
+    if branches is None:
+        raise ValueError(f"vision_drop_path {rate}: no vision residual branches known for model type "
+                         f"{model.config.model_type!r} (models/families.py VISION_RESIDUAL_BRANCHES)")
+    layers = vision_tower(model).encoder.layer
+    hooked = 0
+    for layer, p in zip(layers, drop_path_rates(len(layers), rate)):
+        if p <= 0:
+            continue
+        for name in branches:
+            getattr(layer, name).register_forward_hook(_drop_branch(p))
+            hooked += 1
+    return hooked
+
+
+def _drop_branch(p: float):
+    def hook(module, args, output):
+        if not (module.training and torch.is_grad_enabled()):
+            return output
+        branch = output[0] if isinstance(output, tuple) else output
+        keep = torch.rand((branch.shape[0],) + (1,) * (branch.dim() - 1), device=branch.device) >= p
+        dropped = branch * keep.to(branch.dtype) / (1 - p) if p < 1 else branch * 0
+        return (dropped, *output[1:]) if isinstance(output, tuple) else dropped
+    return hook

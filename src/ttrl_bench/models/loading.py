@@ -22,7 +22,7 @@ def load_model(source: str, device: str | None = None, dtype: str = "auto"):
     """(model, processor) through AutoProcessor / AutoModelForImageTextToText. `dtype="fp32"` is the
     adaptation's choice whatever the checkpoint stores: trainable weights and AdamW state in fp32
     (master weights), compute in bf16 autocast on GPUs (TRL's `bf16=True`); a bf16 update at the
-    papers' lr 5e-7 rounds to nothing (gpu-probe.md: 0.26% of the weights changed)."""
+    papers' lr 5e-7 rounds to nothing (docs/gpu-runs.md: 0.26% of the weights changed)."""
     path = resolve_model_source(source)
     device = device or process_state().device  # this process's GPU under `accelerate launch`, or the CPU
     torch_dtype = {"auto": "auto", "bf16": torch.bfloat16, "fp32": torch.float32}[dtype]

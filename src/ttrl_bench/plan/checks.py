@@ -3,13 +3,14 @@ each as a ValueError naming the config key."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..adaptation.presets import (METHOD_NAMES, OPTIONAL_HYPERPARAMETERS, PRESETS, method_task, resolve_method,
-                                  task_hyperparameters)
+from ..adaptation.presets import (METHOD_NAMES, OPTIONAL_HYPERPARAMETERS, PRESETS, hyperparameter_sections,
+                                  method_task, resolve_method, task_hyperparameters)
 from ..datasets.registry import REGISTRY
 from ..datasets.sources import BUNDLED_TEST_SIZES, hub_usable
 from ..models.source import resolve_model_source
@@ -24,10 +25,24 @@ SLURM_VARIABLES = {
 }
 
 
+# where each kind of name is listed, for a message that would otherwise print dozens
+LISTED_BY = {"datasets": "ttrl-bench datasets list", "methods": "ttrl-bench methods list"}
+
+
 def check_known(key: str, names, known) -> None:
+    """Every name is one of `known`; else a ValueError naming the key, each unknown name with its closest known
+    ones ("did you mean"), and the known names (or the command that lists them, where there are many)."""
     unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ValueError(f"config key `{key}`: unknown name(s) {unknown}; known: {', '.join(sorted(known))}")
+    if not unknown:
+        return
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(str(name), [str(k) for k in known], n=3, cutoff=0.6)
+        hints.append(f"{name!r}" + (f" (did you mean {' or '.join(close)}?)" if close else ""))
+    kind = key.rsplit(".", 1)[-1]
+    listed = (f"`{LISTED_BY[kind]}` lists the {len(known)} known" if len(known) > 12 and kind in LISTED_BY
+              else f"known: {', '.join(sorted(map(str, known)))}")
+    raise ValueError(f"config key `{key}`: unknown name(s) {', '.join(hints)}; {listed}")
 
 
 def check_names(config: dict, models: dict) -> None:
@@ -45,12 +60,21 @@ def check_names(config: dict, models: dict) -> None:
         check_known(f"experiments.{name}.datasets", block.get("datasets", []) + pairs, REGISTRY)
 
 
-def check_demo_model_alone(models: dict, datasets: list[str]) -> None:
-    if any("build" in m for m in models.values()) and any(not REGISTRY[d].source.startswith("bundled:") for d in datasets):
-        raise ValueError(
-            "config: the built demo model is configured together with paper datasets. A --configfile is "
-            "merged into config/config.yaml; add --replace-workflow-config to use the paper config alone."
-        )
+def check_demo_model_alone(models: dict, datasets: list[str], configfiles=(), replaced: bool | None = None) -> None:
+    """A model the workflow builds (models.<name>.build: 2 layers trained on the demo digits) runs on the bundled
+    demo sets and on local datasets (registry source local:...), not on the papers' Hub datasets. Where a
+    --configfile was merged into config/config.yaml (`replaced` False), that merge is the likely cause."""
+    built = [name for name, m in models.items() if "build" in m]
+    remote = [d for d in datasets if not REGISTRY[d].source.startswith(("bundled:", "local:"))]
+    if not built or not remote:
+        return
+    message = (f"config: the built demo model {built[0]!r} (models.{built[0]}.build) runs on the bundled demo sets and "
+               f"local datasets (docs/extending.md), not on {', '.join(remote)} (Hub or paper datasets): give those "
+               "a model with a `source`")
+    if configfiles and replaced is False:
+        message += (f". {', '.join(map(str, configfiles))} was merged into config/config.yaml, whose demo model came "
+                    "along; add --replace-workflow-config to run it alone")
+    raise ValueError(message)
 
 
 def check_hyperparameter_keys(config: dict) -> None:
@@ -93,8 +117,9 @@ def resolved_methods(config: dict, methods: list[str]) -> dict[str, dict]:
     adaptation = config["adaptation"]
     specs = {}
     for method in methods:
-        layer = {"rollout_backend": adaptation["rollout_backend"],
-                 **adaptation["hyperparameters"].get(method_task(method), {})}
+        layer = {"rollout_backend": adaptation["rollout_backend"]}
+        for section in hyperparameter_sections(method):  # ECHO's methods: the math layer over the mcq one
+            layer.update(adaptation["hyperparameters"].get(section, {}))
         overrides = adaptation["method_overrides"].get(method)
         try:
             specs[method] = resolve_method(method, layer, overrides)
@@ -102,6 +127,30 @@ def resolved_methods(config: dict, methods: list[str]) -> dict[str, dict]:
             raise ValueError(f"config key `adaptation.method_overrides.{method}`: {err.args[0]}") from None
         check_reward(method, specs[method], overrides)
     return specs
+
+
+def warn_mixed_unparsable(plan) -> list[str]:
+    """A warning per block whose methods, compared in one table, count unparsable answers differently (a
+    preset's `unparsable: answer` beside an override's `no_reward`, a 22-point difference on the demo): a new
+    method takes its preset's convention silently. Returned and logged."""
+    warnings = []
+    for key, block in plan.blocks:
+        conventions = {}
+        for method in block["methods"]:
+            spec = plan.method_specs.get(method) or {}
+            if "unparsable" in spec.get("reward_params", {}):
+                source = ("adaptation.method_overrides" if "reward_params" in
+                          plan.config["adaptation"]["method_overrides"].get(method, {}) else "preset")
+                conventions[method] = f"{spec['reward_params']['unparsable']} ({source})"
+        if len({c.split(" ")[0] for c in conventions.values()}) > 1:
+            where = key or "methods"
+            warnings.append(f"config `{where}`: these methods count unparsable answers differently: "
+                            + ", ".join(f"{m} {c}" for m, c in conventions.items())
+                            + "; set adaptation.method_overrides.<method>.reward_params.unparsable to compare like "
+                            "with like (rewards/voting.py)")
+    for warning in warnings:
+        logging.getLogger(__name__).warning("%s", warning)
+    return warnings
 
 
 def check_methods_fit(plan) -> None:
@@ -249,10 +298,13 @@ def check_requests(plan) -> None:
             quiet_layout(hp, request.gpus, n_samples)
 
 
-def run_all(plan, configfiles=()) -> None:
+def run_all(plan, configfiles=(), replaced: bool | None = None) -> None:
     """The checks the plan's constructor did not run (those of the grid, the file system, the network).
-    The pre-flight comes before the sources check: it names every missing model and dataset at once."""
+    The pre-flight comes before the sources check: it names every missing model and dataset at once.
+    `replaced`: whether Snakemake ran with --replace-workflow-config (None: not known here)."""
+    check_demo_model_alone(plan.models, plan.datasets, configfiles, replaced)
     check_methods_fit(plan)
+    warn_mixed_unparsable(plan)
     check_sample_counts(plan)
     check_cache(plan.config, plan.run_models, plan.datasets, list(configfiles), Path(plan.results))
     check_sources(plan)

@@ -3,6 +3,7 @@ workflow/schemas/config.schema.yaml with its defaults filled in."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import jsonschema
@@ -51,6 +52,22 @@ def validated(config: dict, schema_path: Path = SCHEMA) -> dict:
     if error is not None:
         raise ValueError(schema_error(error))
     return config
+
+
+@functools.lru_cache(maxsize=4)
+def _schema(schema_path: str) -> dict:
+    return yaml.safe_load(Path(schema_path).read_text())
+
+
+def schema_default(path: tuple[str, ...], schema_path: Path = SCHEMA):
+    """The schema's `default` of a config key path, e.g. ("evaluation", "mcq", "max_new_tokens") -> 6;
+    None where the schema gives none (a preset's value applies)."""
+    node = _schema(str(schema_path))
+    for key in path:
+        node = node.get("properties", {}).get(key) or node.get("additionalProperties")
+        if not isinstance(node, dict):
+            return None
+    return node.get("default")
 
 
 def merge(base: dict, update: dict) -> dict:

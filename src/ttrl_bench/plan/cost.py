@@ -19,7 +19,7 @@ minutes and GPU-hours, decided from traced memory (memory.py) rather than a rule
   pinned fp32 WeightSnapshot of the trainable weights (adaptation/weights.py, one per process), the
   offloaded fp32 weights + gradients + AdamW state, the bf16 reference model loaded by every
   process, the dataloader and the Python process.
-- Minutes: traced FLOPs at the throughput the TTRV authors' own logs show (authors-runs.md:
+- Minutes: traced FLOPs at the throughput the TTRV authors' own logs show (docs/ttrv-authors-logs.md:
   InternVL3-2B, 4 GPUs, update 9.4 s for 4 prompts x 16 trained rollouts of ~1,490 + 5 tokens).
 """
 
@@ -39,7 +39,7 @@ from .memory import StepShape
 CALIBRATION = Path(__file__).parent / "data" / "calibration.csv"
 GPU_COUNTS = (1, 2, 4, 8)
 MICRO_BATCHES = (64, 32, 16, 8, 4, 2, 1)
-# The TTRV authors' update phase (authors-runs.md, verl/logs/ai2d InternVL3-2B 20 samples "2e"):
+# The TTRV authors' update phase (docs/ttrv-authors-logs.md, verl/logs/ai2d InternVL3-2B 20 samples "2e"):
 # 4 prompts x 16 trained rollouts of ~1,490 prompt + 5.4 completion tokens, forward + backward with
 # gradient checkpointing, in 9.4 s on 4 GPUs (their machine: 4 A100 + 4 A6000, TTRV paper Appendix).
 AUTHORS_UPDATE = {"sequences": 64, "tokens": 1490 + 5.4, "seconds": 9.4, "gpus": 4}
@@ -288,7 +288,7 @@ def job_settings(plan, job) -> JobSettings:
     evaluated = plan.config["evaluation"][plan.section[job.dataset]].get("samples")
     if job.rule == "adapt_per_sample" and isinstance(evaluated, int):
         n_samples = evaluated
-    spec = plan.method_specs[job.method]
+    spec = plan.method_spec(job.method, job.protocol)
     adaptation = plan.config["adaptation"]
     # "auto" takes vLLM where it is installed, as envs/gpu.yaml does on a cluster
     backend = spec["hyperparameters"].get("rollout_backend", adaptation["rollout_backend"])
@@ -301,7 +301,7 @@ def job_layout(plan, job):
     """`decide`'s layout for one job: (GPUs, micro-batch) -> the micro-batch its GRPO batch layout runs
     (adaptation/layout.py, as the job and the dry-run check will), raising for a layout it refuses;
     None for the objective baselines (Appendix C), which have no GRPO batch."""
-    hp = plan.method_specs[job.method]["hyperparameters"]
+    hp = plan.method_spec(job.method, job.protocol)["hyperparameters"]
     if "num_generations" not in hp:
         return None
     n_samples = layout_samples(plan, job) or 10**6  # "all" before preparation: many
@@ -311,31 +311,13 @@ def job_layout(plan, job):
     return layout
 
 
-def job_decision(plan, job, gpu_memory_gb: float | None = None) -> Decision:
-    """`decide` for one adaptation job of a Plan (plan/grid.py), the config's overrides applied."""
+def job_decision(plan, job, gpu_memory_gb: float | None = None, gpus: int | None = None) -> Decision:
+    """`decide` for one adaptation job of a Plan (plan/grid.py), the config's overrides applied (`gpus`: as if
+    the config set models.<name>.gpus to it)."""
     model = plan.config["models"][job.model]
     gpu_memory_gb = gpu_memory_gb or plan.config.get("resources", {}).get("gpu_memory_gb", 80)
     name = f"{job.rule} {job.model}/{job.method}/{job.dataset}/{job.protocol}/seed{job.seed}"
     return decide(memory.model_config(model_source(plan, job.model)), job_settings(plan, job), gpu_memory_gb,
-                  gpus=model.get("gpus"), micro_batch=model.get("micro_batch_size"), offload=model.get("offload"),
+                  gpus=gpus or model.get("gpus"), micro_batch=model.get("micro_batch_size"), offload=model.get("offload"),
                   layout=job_layout(plan, job), job=name,
                   keys=f"models.{job.model}.gpus / .offload / .micro_batch_size")
-
-
-def plan_table(plan, gpu_memory_gb: float | None = None) -> tuple[list[dict], dict]:
-    """One row per adaptation job (GPUs, GPU peak, host memory, minutes, GPU-hours) and the totals:
-    GPU-hours, and hours on one 8-GPU node packing jobs by GPUs (a lower bound: perfect packing)."""
-    rows = []
-    for job in plan.jobs():
-        if job.rule not in ("adapt", "adapt_per_sample"):
-            continue
-        d = job_decision(plan, job, gpu_memory_gb)
-        known = job_settings(plan, job).rounds > 0  # n_samples "all": the sample count is not known yet
-        rows.append({"job": f"{job.rule} {job.model}/{job.method}/{job.dataset}/{job.protocol}/seed{job.seed}",
-                     "gpus": d.gpus, "offload": d.offload, "micro_batch": d.micro_batch, "gpu_peak_gb": d.gpu_peak_gb,
-                     "host_gb": d.host_gb, "minutes": round(d.gpu_hours * 60 / d.gpus) if known else None,
-                     "gpu_hours": d.gpu_hours if known else None})
-    gpu_hours = sum(r["gpu_hours"] or 0 for r in rows)
-    return rows, {"jobs": len(rows), "gpu_hours": round(gpu_hours, 1), "node_hours_8gpu": round(gpu_hours / 8, 1),
-                  "factor": round(calibration().factor, 3),
-                  "prefill_factor": calibration().prefill}

@@ -11,6 +11,7 @@ from ..adaptation.presets import METHOD_NAMES, is_per_sample, method_task, resol
 from ..datasets.registry import REGISTRY
 from ..evaluation.tasks import task_for
 from . import checks
+from .protocols import variant
 
 BUILD_FAMILY = {"tiny-qwen2.5-vl": "qwen2_5_vl", "tiny-internvl": "internvl"}  # models.<name>.build
 DEMO_DATASETS = ["demo-digits", "demo-digit-scenes"]  # what build_demo_model trains on
@@ -49,15 +50,24 @@ class Job:
                    get("protocol"), None if get("seed") is None else int(get("seed")))
 
 
-def protocol_name(n_samples, sampling: str) -> str:
-    """The adaptation-set protocol as a path level: n<samples>_<sampling>, e.g. n20_random."""
-    return f"n{n_samples}_{sampling}"
+def protocol_name(n_samples, sampling: str, rerun: str = "clean") -> str:
+    """The adaptation set and the rerun protocol (config `protocol`, plan/protocols.py) as a path level:
+    n<samples>_<sampling>[_<rerun>], e.g. n20_random (clean, as before protocols existed) and
+    n20_random_authors."""
+    return f"n{n_samples}_{sampling}" + ("" if rerun == "clean" else f"_{rerun}")
 
 
 def protocol_parts(protocol: str) -> tuple[str, str]:
-    """protocol_name's inverse: n20_random -> ("20", "random"), nall_biased-4 -> ("all", "biased-4")."""
-    n_samples, sampling = protocol[1:].split("_", 1)
+    """The adaptation set of a path level: n20_random_authors -> ("20", "random"), nall_biased-4 -> ("all",
+    "biased-4")."""
+    n_samples, sampling = protocol[1:].split("_")[:2]
     return n_samples, sampling
+
+
+def rerun_protocol(protocol: str) -> str:
+    """The rerun protocol of a path level: n20_random -> "clean", n20_random_authors -> "authors"."""
+    parts = protocol.split("_")
+    return parts[2] if len(parts) > 2 else "clean"
 
 
 def adaptation_samples(protocol: str) -> int | None:
@@ -91,12 +101,16 @@ class Plan:
         # The config section of a dataset's evaluation options: its task family's, or `evaluation.math`
         # for the math task (ECHO), which votes like MCQ but is scored by sampled pass@k
         self.section = {d: "math" if REGISTRY[d].task == "math" else self.task[d] for d in self.datasets}
-        checks.check_demo_model_alone(self.models, self.datasets)
         self.adapting = sorted({m for _, b in self.blocks for m in b["methods"] if m != "zero-shot"})
         # every method resolved now so a wrong hyper-parameter stops the run before any job
         self.method_specs = checks.resolved_methods(config, self.adapting)
         self.per_sample = [m for m in self.adapting if is_per_sample(m)]
         self.grpo_methods = [m for m in self.adapting if not is_per_sample(m)]
+        # each rerun protocol's config (plan/protocols.py variant) and resolved methods
+        self.configs = {name: config if name == config["protocol"] else variant(config, name)
+                        for name in sorted({p for _, b in self.blocks for p in self.reruns(b)})}
+        self.specs_by_protocol = {name: self.method_specs if name == config["protocol"]
+                                  else checks.resolved_methods(c, self.adapting) for name, c in self.configs.items()}
         self.runs = self._run_grid()
         self.run_models = sorted({r.model for r in self.runs})  # what the pre-flight checks and fetch downloads
 
@@ -106,30 +120,38 @@ class Plan:
         """A method's answers fit the dataset's task (MCQ rewards vote on letters, VR-TTRL on boxes)."""
         return method != "zero-shot" and method_task(method) == self.task[dataset]
 
-    def protocol(self, block: dict) -> str:
-        return protocol_name(block.get("n_samples", self.n_adapt), block.get("sampling", self.sampling))
+    def reruns(self, block: dict) -> list[str]:
+        """The rerun protocols of a block: its `protocols`, else the config's `protocol`."""
+        return block.get("protocols", [self.config["protocol"]])
+
+    def protocol(self, block: dict, rerun: str | None = None) -> str:
+        return protocol_name(block.get("n_samples", self.n_adapt), block.get("sampling", self.sampling),
+                             rerun or self.config["protocol"])
 
     @property
     def main_protocol(self) -> str:
         return self.protocol({})
 
     def zero_shot_protocol(self, protocol: str) -> str:
-        """A zero-shot row depends on the protocol only through the excluded adaptation samples:
-        without exclusion every protocol shares the main grid's zero-shot evaluation."""
-        return protocol if self.config["evaluation"]["exclude_adaptation_samples"] else self.main_protocol
+        """A zero-shot row depends on the adaptation set only through the excluded adaptation samples:
+        without exclusion every adaptation set shares the main grid's zero-shot evaluation (one per rerun
+        protocol: the template, parser and budget differ)."""
+        if self.config["evaluation"]["exclude_adaptation_samples"]:
+            return protocol
+        return self.protocol({}, rerun_protocol(protocol))
 
     def _run_grid(self) -> list[Run]:
         runs = set()
         for _, block in self.blocks:
-            proto = self.protocol(block)
             pairs = [(d, d) for d in block.get("datasets", [])] + [tuple(p) for p in block.get("cross", [])]
-            for model in block.get("models", list(self.models)):
-                for seed in block.get("seeds", self.seeds):
-                    for train, target in pairs:
-                        if "zero-shot" in block["methods"]:
-                            runs.add(Run(model, "zero-shot", "none", target, self.zero_shot_protocol(proto), seed))
-                        runs.update(Run(model, m, train, target, proto, seed)
-                                    for m in block["methods"] if self.fits(m, train))
+            for proto in (self.protocol(block, rerun) for rerun in self.reruns(block)):
+                for model in block.get("models", list(self.models)):
+                    for seed in block.get("seeds", self.seeds):
+                        for train, target in pairs:
+                            if "zero-shot" in block["methods"]:
+                                runs.add(Run(model, "zero-shot", "none", target, self.zero_shot_protocol(proto), seed))
+                            runs.update(Run(model, m, train, target, proto, seed)
+                                        for m in block["methods"] if self.fits(m, train))
         return sorted(runs)
 
     def adaptations(self) -> list[tuple[str, str, str, str, int]]:
@@ -155,9 +177,13 @@ class Plan:
 
     # --- each job's settings ----------------------------------------------------------------
 
-    def method_settings(self, method: str) -> dict:
+    def method_spec(self, method: str, protocol: str) -> dict:
+        """A method's resolved preset under the rerun protocol of a path level (e.g. n20_random_authors)."""
+        return self.specs_by_protocol[rerun_protocol(protocol)][method]
+
+    def method_settings(self, method: str, protocol: str) -> dict:
         """The resolved preset plus the colocated vLLM engine's settings (config `adaptation.vllm`)."""
-        return {**self.method_specs[method], "vllm": self.config["adaptation"]["vllm"]}
+        return {**self.method_spec(method, protocol), "vllm": self.config["adaptation"]["vllm"]}
 
     def base_model_input(self, model: str) -> str | list:
         """A model built or converted by this workflow is an input file (its source); a Hub id is not."""
@@ -176,17 +202,19 @@ class Plan:
         """Our model names -> the papers' (`models.<name>.paper_name`)."""
         return {name: m.get("paper_name", name) for name, m in self.models.items()}
 
-    def eval_flags(self, dataset: str) -> str:
-        """`ttrl-bench evaluate` / `adapt-per-sample` options of the dataset's task (config `evaluation.<task>`)."""
-        section = self.section[dataset]
-        per_task = self.config["evaluation"][section]
+    def eval_flags(self, dataset: str, protocol: str) -> str:
+        """`ttrl-bench evaluate` / `adapt-per-sample` options of the dataset's task (config `evaluation.<task>`)
+        under the rerun protocol of a path level."""
+        section, rerun = self.section[dataset], rerun_protocol(protocol)
+        per_task = self.configs[rerun]["evaluation"][section]
         flags = [f"--max-new-tokens {per_task['max_new_tokens']}", f"--eval-samples {per_task['samples']}"]
         if self.config["evaluation"]["exclude_adaptation_samples"]:
             flags.append("--exclude-adaptation-samples")
-        for key in ("sam2", "empty_mask_iou", "choice_parser", "chat_template"):
+        for key in ("sam2", "empty_mask_iou", "choice_parser", "chat_template", "input_size", "query_form", "sam2_multimask",
+                    "prompt", "grader", "top_k"):
             if per_task.get(key):
                 flags.append(f"--{key.replace('_', '-')} {per_task[key]}")
-        flags.append(f"--protocol {self.config['protocol']}")
+        flags.append(f"--protocol {rerun}")
         if section == "math":  # ECHO: pass@k of sampled completions at the validation temperature
             flags.append(f"--temperature {per_task['temperature']} --top-p {per_task['top_p']} "
                          f"--n-samples {per_task['n_samples']} --pass-k {','.join(map(str, per_task['pass_k']))}")
@@ -220,4 +248,4 @@ def _cross_datasets(block: dict) -> list[str]:
 
 
 __all__ = ["BUILD_FAMILY", "DEMO_DATASETS", "METHOD_NAMES", "Job", "Plan", "Run", "adaptation_samples", "protocol_name",
-           "protocol_parts"]
+           "protocol_parts", "rerun_protocol"]

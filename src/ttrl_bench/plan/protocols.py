@@ -4,8 +4,10 @@
 the update: their chat template, their answer parser in the votes and in the evaluation, their
 evaluation budget, their metric beside plain accuracy, and verl's update without TRL's two extra
 corrections. `clean` is ours: the schema's defaults, each a stated departure (`SETTINGS`' reasons).
-A config key the config sets itself wins over its protocol's value. How each table says which protocol
-its cells ran: results/paper_tables.py `provenance_notes`.
+A config key the config sets itself wins over its protocol's value. An experiment may run other protocols
+than the config's (`experiments.<e>.protocols`, `variant`); each runs in its own results paths
+(n20_random_authors beside n20_random). How each table says which protocol its cells ran:
+results/paper_tables.py `provenance_notes`.
 """
 
 from __future__ import annotations
@@ -44,6 +46,102 @@ SETTINGS = [
     (("adaptation", "hyperparameters", "mcq", "bias_corrected_kl"), False,
      "verl's KL term has no pi / pi_old factor",
      True, "TRL's default (GRPOConfig.use_bias_correction_kl)"),
+    (("adaptation", "hyperparameters", "mcq", "trained_votes"), "verl",
+     "ray_trainer.py:974-1000, 1140-1160: the prompt's first 16 of 32 votes after _balance_batch's Karmarkar-Karp reorder",
+     "first", "the first 16 sampled: an unbiased draw, independent of the completions' lengths"),
+    (("adaptation", "hyperparameters", "mcq", "vision_drop_path"), "checkpoint",
+     "their logs' vision_config.drop_path_rate (0.1 InternVL3, 0.0 InternVL2.5): the remote-code InternViT drops "
+     "paths in the update's train-mode forward (dp_actor.py:283), not in its eval-mode log-probs (:233)",
+     None, "the -hf checkpoint as transformers runs it: no drop path"),
+    # VR-TTRL (no public code): VisionReasoner's evaluation, dvlab-research/VisionReasoner @a455092
+    # (vision_reasoner/models/vision_reasoner_model.py, evaluation/evaluation_segmentation.py), the base
+    # VR-TTRL builds on; the rewards follow Seg-Zero @42a3345 under both protocols (rewards/grounding.py)
+    (("evaluation", "grounding", "sam2"), "facebook/sam2-hiera-large",
+     "vision_reasoner_model.py:35,61 SAM2ImagePredictor.from_pretrained('facebook/sam2-hiera-large') (SAM2, not "
+     "SAM2.1; evaluation_segmentation.py:21); gIoU / cIoU on its masks",
+     None, "no SAM2 unless the config names one: box masks, box_giou / box_ciou, our own metrics, never in a "
+     "published mask cell"),
+    (("evaluation", "grounding", "input_size"), 840,
+     "vision_reasoner_model.py:46 resize_size 840, :222-225 every image resized to 840 x 840 (bilinear), "
+     ":110-119 answers scaled back with int(v * W / 840 + 0.5); the 10 px / 30 px thresholds are in those pixels",
+     None, "the image at its own size, as the model's processor takes it"),
+    (("evaluation", "grounding", "query_form"), "visionreasoner",
+     "evaluation_segmentation.py:93, evaluation_count.py:57, vision_reasoner_model.py:230: "
+     "query.lower().strip('.\"?!')",
+     "as_given", "the dataset's query verbatim"),
+    (("evaluation", "grounding", "max_new_tokens"), 2048,
+     "vision_reasoner_model.py:266 generate(max_new_tokens=2048, do_sample=False)",
+     1024, "the rollouts' budget (VR-TTRL presets' max_completion_length); the paper states none for evaluation"),
+    # ECHO: user683/ECHO @6f7b311 (standalone_inference.py, their evaluation; verl/examples/ttrl_echo/Qwen2.5/
+    # geometry3k.sh and the verl fork it runs, their training). The adaptation keys sit in the math layer
+    # (adaptation/presets.py MATH_METHODS: ECHO, MM-UPT, supervised GRPO), which wins over the mcq layer's
+    (("evaluation", "math", "prompt"), "authors",
+     "standalone_inference.py:190-201: the system turn 'Please directly answer the question and provide the correct "
+     "option letter and  put your answer within \\boxed{}.', the user turn the item's text (data/save_as_json.py:"
+     "164-169: question and choices) with no reasoning instruction",
+     "training", "the prompt the model was trained on, '... Please reason step by step, and put your final answer "
+     "within \\boxed{}.' (geometry3k.sh:50 data.suffix_prompt): the paper gives no evaluation prompt"),
+    (("evaluation", "math", "temperature"), 0.7, "standalone_inference.py:36 INFERENCE_CONFIG temperature",
+     0.6, "ECHO Table 5 (Appendix A.3): validation temperature 0.6"),
+    (("evaluation", "math", "top_p"), 0.9, "standalone_inference.py:37 INFERENCE_CONFIG top_p",
+     0.95, "the paper is silent; the scripts' validation top_p 0.95 (geometry3k.sh:75 val_kwargs.top_p)"),
+    (("evaluation", "math", "top_k"), 50, "standalone_inference.py:38 INFERENCE_CONFIG top_k",
+     None, "no top-k cut: the paper is silent, and verl's rollouts have none (ppo_trainer.yaml top_k -1)"),
+    (("evaluation", "math", "max_new_tokens"), 2048, "standalone_inference.py:35 INFERENCE_CONFIG max_tokens",
+     3072, "ECHO Appendix A.3: maximum response length 3,072, the rollouts' budget (geometry3k.sh:18)"),
+    (("evaluation", "math", "grader"), "lenient",
+     "standalone_inference.py:86-122 check_correctness: a predicted number equal to any number in the gold counts "
+     "(gold 2\\sqrt{3} accepts 3), a letter is compared with the gold's first character",
+     "exact", "our normal forms, numbers within 1e-4: an answer is right only when it is the gold's value"),
+    (("adaptation", "hyperparameters", "math", "token_confidence"), "sampled",
+     "dp_actor.py:387-390: with use_remove_padding=True (every shipped script, geometry3k.sh:53) the forward "
+     "computes no top-k confidence and compute_log_prob takes exp(log-prob of the sampled token)",
+     "top_k", "the paper's C_it, 'the token-level top-k confidence computed from the logits' (Section 3.3), "
+     "dp_actor.py:280-286 with k 5"),
+    (("adaptation", "hyperparameters", "math", "answer_parser"), "boxed",
+     "ttrl_utils.py:106-119 _majority_vote: only \\boxed{} answers vote; ttrl_math/__init__.py:64-75 compute_score: "
+     "an unboxed rollout gets 0",
+     "robust", "our fallback chain (a stated answer, then the last number): a rollout cut off before its box votes"),
+    (("adaptation", "hyperparameters", "math", "chat_template"), "model",
+     "their verl's hf_processor: the model's own template for Qwen2.5-VL and Qwen3-VL (set here so that the TTRV "
+     "authors' mcq template does not reach ECHO's methods)",
+     "model", "the checkpoint's own template"),
+    (("adaptation", "hyperparameters", "math", "trl_vllm_is_correction"), False,
+     "verl has no importance-sampling correction for the rollout engine's log-probs (dp_actor.py:498-581)",
+     True, "TRL's default (GRPOConfig.vllm_importance_sampling_correction)"),
+    (("adaptation", "hyperparameters", "math", "bias_corrected_kl"), False,
+     "dp_actor.py:564-572: the token-mean of k3, no pi / pi_old factor",
+     True, "TRL's default (GRPOConfig.use_bias_correction_kl)"),
+    (("adaptation", "hyperparameters", "math", "kl_clamp"), 10.0,
+     "core_algos.py:1030-1036 kl_penalty 'low_var_kl': k3 clamped to [-10, 10]",
+     None, "TRL's k3, unclamped"),
+    (("adaptation", "hyperparameters", "math", "advantages"), "verl",
+     "core_algos.py:311-361 compute_grpo_outcome_advantage: (r - mean) / (std + 1e-6)",
+     "trl", "TRL's (r - mean) / (std + 1e-4) on rewards rounded to 2^-16"),
+    (("adaptation", "hyperparameters", "math", "decay_every_parameter"), True,
+     "fsdp_workers.py:413-414 AdamW over actor_module_fsdp.parameters(): biases and norms decayed too",
+     False, "transformers' Trainer: no weight decay on biases and norms"),
+    (("adaptation", "hyperparameters", "math", "lr_schedule_per"), "round",
+     "fsdp_workers.py:694: the scheduler stepped once per update_actor call, once per round",
+     "step", "transformers' schedule, stepped per optimizer step"),
+    (("adaptation", "hyperparameters", "math", "loss_type"), "bnpo",
+     "dp_actor.py:570-580 / core_algos.py:684-685: token-mean per micro-batch (loss_agg_mode token-mean), divided by "
+     "the accumulation count: TRL's bnpo over a micro-batch",
+     "dapo", "TRL's default: the token mean over the whole optimizer step"),
+    (("adaptation", "hyperparameters", "math", "micro_batch_size"), 2,
+     "geometry3k.sh:30 MICRO_BATCH_SIZE=2 (ppo_micro_batch_size_per_gpu): under bnpo the token-mean's group",
+     1, "ECHO Table 5: micro-batch 1"),
+    (("adaptation", "hyperparameters", "math", "dual_clip"), 3.0,
+     "core_algos.py:780-786 clip_ratio_c 3.0 (ppo_trainer.yaml:190): negative-advantage ratios capped at 3; "
+     "TRL's delta",
+     None, "TRL's default: no second clip (the paper names none)"),
+    (("adaptation", "hyperparameters", "math", "n_votes"), 32,
+     "geometry3k.sh:27-28 N_VOTES_PER_PROMPT=32 = N_SAMPLES_PER_PROMPT=32: every vote trained",
+     64, "ECHO Table 5: 64 rollouts vote, 32 are trained"),
+    (("adaptation", "hyperparameters", "math", "generation_batch_size"), 8 * 32,
+     "geometry3k.sh:26 DATA_TRAIN_BATCH_SIZE=8 prompts x 32 rollouts a round (their checkpoint global_step_1310 = "
+     "floor(2,101 / 8) x 5 epochs)",
+     5 * 32, "ECHO Table 5: train batch 5 prompts"),
 ]
 
 
@@ -76,10 +174,48 @@ def apply_protocol(config: dict) -> dict:
     return config
 
 
-def describe(name: str) -> list[str]:
-    """One line per setting: the protocol's value and where it comes from (docs and `ttrl-bench plan`)."""
+def _get(config: dict, path: tuple[str, ...]):
+    for key in path:
+        config = config[key]
+    return config
+
+
+def _delete(config: dict, path: tuple[str, ...]) -> None:
+    for key in path[:-1]:
+        config = config[key]
+    del config[path[-1]]
+
+
+def variant(config: dict, name: str) -> dict:
+    """A validated config as if its `protocol` were `name`, for an experiment that names another protocol
+    (`experiments.<e>.protocols`): each key left at the config's own protocol's value (the authors' value,
+    or the schema's default under clean) takes `name`'s; a key the config set to another value keeps it.
+    A key set by hand to exactly its own protocol's value is indistinguishable from one left alone."""
+    import copy
+
+    from .config import schema_default, validated
+
+    own = config["protocol"]
+    out = copy.deepcopy(config)
+    for path, theirs, *_ in SETTINGS:
+        if not _has(out, path):
+            continue
+        left_alone = _get(out, path) == (theirs if own == "authors" else schema_default(path))
+        if left_alone:
+            _delete(out, path)  # refilled below: by `name`'s value, else the schema's default
+    out["protocol"] = name
+    return validated(out)
+
+
+def describe(name: str, config: dict | None = None, sections=None) -> list[str]:
+    """One line per setting: the protocol's value (the one `config` runs, where given) and where it comes
+    from (docs and `ttrl-bench plan`); only the task sections named (e.g. {"mcq"}) where `sections` is given."""
     lines = []
     for path, theirs, source, ours, reason in SETTINGS:
+        if sections is not None and not set(path[1:3]) & set(sections):
+            continue
         value, why = (theirs, source) if name == "authors" else (ours if ours is not None else "the config's", reason)
+        if config is not None and _has(config, path):
+            value = _get(config, path)
         lines.append(f"{'.'.join(path)} = {value}: {why}")
     return lines

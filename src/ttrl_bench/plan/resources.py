@@ -10,9 +10,10 @@ import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..models.families import original_vision_drop_path
 from ..runs.launch import launcher
 from . import memory
-from .cost import job_decision, model_source
+from .cost import calibration, job_decision, job_settings, model_source
 from .grid import Job, Plan
 
 GPU_RULES = ("adapt", "adapt_per_sample", "evaluate")
@@ -53,14 +54,86 @@ def job_request(plan: Plan, job: Job) -> Request:
     raise ValueError(f"no resource request for rule {job.rule!r}")
 
 
+# how the evaluation request is sized, printed with the plan: a time limit, not a prediction
+EVALUATION_MINUTES = "30 + 5 per billion parameters (a SLURM limit for greedy decoding of the test set, not traced)"
+
+
+def plan_table(plan: Plan, gpu_memory_gb: float | None = None, gpus_per_node: int = 8) -> tuple[list[dict], dict]:
+    """One row per job of the run: preparation (CPU, not costed: download time depends on the network),
+    conversion (CPU, its request), adaptation (GPUs, GPU peak, host memory, minutes and GPU-hours from the traced
+    and calibrated model of plan/cost.py) and evaluation (one GPU for its requested minutes, EVALUATION_MINUTES).
+    Totals: GPU-hours per rule, and the hours on one node of `gpus_per_node` GPUs, packing jobs by GPUs (perfect
+    packing) but never less than the longest job."""
+    rows = [{"rule": "prepare_data", "job": f"prepare_data {d}", "gpus": 0, "offload": False, "micro_batch": None,
+             "gpu_peak_gb": None, "host_gb": None, "minutes": None, "gpu_hours": 0.0} for d in plan.datasets]
+    for model in sorted({job.model for job in plan.jobs() if "convert_from" in plan.models[job.model]}):
+        request = job_request(plan, Job("convert_model", model))
+        rows.append({"rule": "convert_model", "job": f"convert_model {model}", "gpus": 0, "offload": False,
+                     "micro_batch": None, "gpu_peak_gb": None, "host_gb": request.mem_mb / 1000,
+                     "minutes": request.runtime, "gpu_hours": 0.0})
+    for job in plan.jobs():
+        target = f"->{job.target}" if job.target and job.target != job.dataset else ""
+        name = f"{job.rule} {job.model}/{job.method}/{job.dataset}{target}/{job.protocol}/seed{job.seed}"
+        if job.rule in ADAPT_RULES and "build" not in plan.models[job.model]:  # a built model: its fixed request
+            d = job_decision(plan, job, gpu_memory_gb)
+            known = job_settings(plan, job).rounds > 0  # n_samples "all": the sample count is not known yet
+            rows.append({"rule": job.rule, "job": name, "gpus": d.gpus, "offload": d.offload,
+                         "micro_batch": d.micro_batch, "gpu_peak_gb": d.gpu_peak_gb, "host_gb": d.host_gb,
+                         "minutes": round(d.gpu_hours * 60 / d.gpus) if known else None,
+                         "gpu_hours": d.gpu_hours if known else None})
+        else:
+            request = job_request(plan, job)
+            built = "build" in plan.models[job.model]  # the demo's tiny model: a fixed request, no cost model
+            rows.append({"rule": job.rule, "job": name, "gpus": request.gpus, "offload": False, "micro_batch": None,
+                         "gpu_peak_gb": None, "host_gb": request.mem_mb / 1000, "minutes": request.runtime,
+                         "gpu_hours": None if built else round(request.gpus * request.runtime / 60, 2)})
+    by_rule: dict[str, float] = {}
+    for row in rows:
+        by_rule[row["rule"]] = by_rule.get(row["rule"], 0.0) + (row["gpu_hours"] or 0.0)
+    gpu_hours = sum(by_rule.values())
+    longest = max([(r["minutes"] or 0) / 60 for r in rows if r["gpus"] and r["gpu_hours"] is not None] or [0.0])
+    return rows, {"jobs": len(rows), "gpu_hours": round(gpu_hours, 1),
+                  "gpu_hours_by_rule": {k: round(v, 1) for k, v in by_rule.items() if v},
+                  "gpus_per_node": gpus_per_node, "node_hours": round(max(gpu_hours / gpus_per_node, longest), 1),
+                  "factor": round(calibration().factor, 3), "prefill_factor": calibration().prefill}
+
+
+def fewer_gpus(plan: Plan, gpu_memory_gb: float | None = None) -> list[str]:
+    """For each model whose adaptations ask for more than one GPU, what one GPU per job would take: the key to
+    set, and the offload and GPU-hours the plan then decides (or that nothing fits one GPU)."""
+    lines = []
+    for model in sorted({job.model for job in plan.jobs()}):
+        if "build" in plan.models[model]:
+            continue
+        wide = [job for job in plan.jobs() if job.model == model and job.rule in ADAPT_RULES
+                and job_decision(plan, job, gpu_memory_gb).gpus > 1]
+        if not wide:
+            continue
+        now = sum(job_decision(plan, job, gpu_memory_gb).gpu_hours for job in wide)
+        try:
+            one = [job_decision(plan, job, gpu_memory_gb, gpus=1) for job in wide]
+        except ValueError as err:
+            lines.append(f"models.{model}.gpus: 1 does not fit: {err}")
+            continue
+        offloaded = sum(d.offload for d in one)
+        lines.append(f"models.{model}.gpus: 1 runs its {len(wide)} multi-GPU adaptation(s) on one GPU each"
+                     f"{f', {offloaded} of them with offload' if offloaded else ''}: "
+                     f"{sum(d.gpu_hours for d in one):.1f} GPU-hours instead of {now:.1f}")
+    return lines
+
+
 def job_method_settings(plan: Plan, job: Job) -> dict:
     """An adaptation job's --method-json: the resolved preset with the decided micro-batch (the one
     the GPU peak was predicted for)."""
-    settings = plan.method_settings(job.method)
+    settings = plan.method_settings(job.method, job.protocol)
+    hp = dict(settings["hyperparameters"])
+    if hp.get("vision_drop_path") == "checkpoint":  # the original checkpoint's rate, per model (models/families.py)
+        entry = plan.models[job.model]
+        hp["vision_drop_path"] = original_vision_drop_path(entry.get("convert_from") or entry["source"])
     micro_batch = job_request(plan, job).micro_batch
-    if micro_batch is None:
-        return settings
-    return {**settings, "hyperparameters": {**settings["hyperparameters"], "micro_batch_size": micro_batch}}
+    if micro_batch is not None:
+        hp["micro_batch_size"] = micro_batch
+    return {**settings, "hyperparameters": hp}
 
 
 def launch_command(plan: Plan, job: Job) -> str:

@@ -85,12 +85,34 @@ def rescoring_table(runs: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
         index="run_id", columns="metric", values="value", aggfunc="first")
     if wide.empty or "accuracy_robust_parser" not in wide:
         return empty
-    keys = runs.drop_duplicates("run_id").set_index("run_id")[["model", "method", "target_dataset"]]
-    table = keys.join(wide, how="inner").rename(columns={"target_dataset": "dataset", **RESCORED,
-                                                         "authors_max_group": "largest group"})
+    # the run's protocol as a column where the store holds more than one (a run per protocol per cell)
+    protocols = runs["protocol"].fillna("clean") if "protocol" in runs else pd.Series("clean", runs.index)
+    keys = ["model", "method", "target_dataset"] + (["protocol"] if protocols.nunique() > 1 else [])
+    keyed = runs.assign(protocol=protocols).drop_duplicates("run_id").set_index("run_id")[keys]
+    table = keyed.join(wide, how="inner").rename(columns={"target_dataset": "dataset", **RESCORED,
+                                                          "authors_max_group": "largest group"})
     table["authors - ours"] = table[RESCORED["accuracy_authors_parser"]] - table[RESCORED["accuracy_robust_parser"]]
-    columns = ["model", "method", "dataset", *[c for c in RESCORED.values() if c in table], "largest group", "authors - ours"]
-    return table.reset_index(drop=True)[columns].sort_values(["model", "dataset", "method"]).reset_index(drop=True)
+    columns = ["model", "method", "dataset", *keys[3:], *[c for c in RESCORED.values() if c in table],
+               "largest group", "authors - ours"]
+    return table.reset_index(drop=True)[columns].sort_values(["model", "dataset", "method", *keys[3:]]).reset_index(drop=True)
+
+
+def protocol_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Runs made under both protocols (config `experiments.<e>.protocols: [authors, clean]`), side by side
+    from the same items: accuracy under each, and authors - clean, the part of a score that is the authors'
+    template, parser, budget and update. One row per (model, method, dataset), seeds averaged."""
+    columns = ["model", "method", "dataset", "authors", "clean", "authors - clean"]
+    if runs.empty or "protocol" not in runs:
+        return pd.DataFrame(columns=columns)
+    scored = runs[runs["metric"] == "accuracy"].assign(protocol=runs["protocol"].fillna("clean"))
+    wide = scored.pivot_table(index=["model", "method", "target_dataset"], columns="protocol", values="value",
+                              aggfunc="mean")
+    if not {"authors", "clean"} <= set(wide.columns):
+        return pd.DataFrame(columns=columns)
+    wide = wide.dropna(subset=["authors", "clean"]).reset_index().rename(columns={"target_dataset": "dataset"})
+    wide["authors - clean"] = wide["authors"] - wide["clean"]
+    wide.columns.name = None
+    return wide[columns].sort_values(["model", "dataset", "method"]).reset_index(drop=True)
 
 
 def to_markdown(frame: pd.DataFrame, index: bool = True, digits: int = 2) -> str:

@@ -1,4 +1,4 @@
-"""T3RL: test-time RL with tool verification (papers/t3rl-abstract.txt, Figure 2; SPEC.md).
+"""T3RL: test-time RL with tool verification (T3RL, arXiv 2603.02203, Figure 2; SPEC.md).
 
 A verifier checks each rollout with executed evidence; verified rollouts weigh `omega` in the
 majority vote and the others 1 (weight 1 + (omega - 1) * v_i, omega = 5), and every rollout gets

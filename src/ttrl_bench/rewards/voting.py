@@ -72,7 +72,7 @@ def answer_entropy(answers: Sequence[Answer]) -> float:
 
 def ttrv(answers: Sequence[Answer], alpha: float = 0.75, entropy: str = "paper",
          unparsable: str = "answer") -> list[float]:
-    """TTRV (papers/ttrv.txt Section 3.2): frequency reward + alpha * diversity control.
+    """TTRV (arXiv 2510.06783 Section 3.2): frequency reward + alpha * diversity control.
 
     entropy="paper":      r_i = p(a_i) - alpha * H(P),  p(a) = n(a) / N  (Eq. 5-7)
     entropy="normalized": r_i = p(a_i) - alpha * H(P) / log(M), M = number of distinct outcomes
@@ -121,7 +121,7 @@ def dare(
     tau: float = 0.05,
     eps: float = 1e-8,
 ) -> list[float]:
-    """DARE (papers/dare-summary.txt): uncertainty-aware distribution reward + exploration bonus,
+    """DARE (arXiv 2601.21804): uncertainty-aware distribution reward + exploration bonus,
     with distribution pruning.
 
     u(a)      = mean uncertainty (in [0, 1]) of the completions whose answer is a
