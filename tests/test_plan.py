@@ -324,3 +324,48 @@ def test_methods_counting_unparsable_answers_differently_are_named():
         "(adaptation.method_overrides), ttrv-no-diversity answer (preset); set "
         "adaptation.method_overrides.<method>.reward_params.unparsable to compare like with like (rewards/voting.py)"]
     assert checks.warn_mixed_unparsable(Plan(demo_with())) == []
+
+
+# --- one published cell (issue 38) --------------------------------------------------------------
+
+
+def test_one_cell_plans_exactly_its_jobs_with_the_paper_configs_settings(tmp_path, monkeypatch):
+    """TTRV Table 1, InternVL3-2B on ImageNet-A, cut from config/ttrv.yaml: the main grid's zero-shot row and the
+    logged block of Table 1 (ttrv, its log's settings), under the authors protocol; no other model, dataset or
+    experiment (the 2-epoch block has no `table`). Jobs: 1 preparation, 1 adaptation, 2 evaluations. Its
+    Snakemake dry run, offline, with only InternVL3-2B-hf cached and a local ImageNet-A copy, passes."""
+    from test_paper_configs import _job_counts
+    from test_preflight import cache_model
+    from test_workflow import _copy_workflow, _snakemake
+    from ttrl_bench.cli import main
+    from ttrl_bench.plan.cells import cell_config
+
+    ttrv = yaml.safe_load((REPO / "config/ttrv.yaml").read_text())
+    cell = cell_config(ttrv, "ttrv-1", "InternVL3-2B", "ImageNet-A")
+    assert list(cell["models"]) == ["internvl3-2b"] and cell["datasets"] == ["imagenet-a"]
+    assert cell["protocol"] == "authors" and cell["data"]["items"] == "authors"
+    assert {name: (b["models"], b["datasets"], b["methods"]) for name, b in cell["experiments"].items()} == {
+        "logged_internvl3_2b": (["internvl3-2b"], ["imagenet-a"], ["ttrv"])}
+    plan = Plan(validated(cell))
+    assert {k: v for k, v in plan.job_counts().items() if k in ("prepare_data", "adapt", "evaluate")} == {
+        "prepare_data": 1, "adapt": 1, "evaluate": 2}
+    with pytest.raises(ValueError, match=r"no enabled experiment of ttrv Table 3 runs InternVL3-2B on ImageNet-A"):
+        cell_config(ttrv, "ttrv-3", "InternVL3-2B", "ImageNet-A")
+    with pytest.raises(ValueError, match=r"model 'InternVL9' is not a model of the config; known: InternVL3-2B"):
+        cell_config(ttrv, "ttrv-1", "InternVL9", "ImageNet-A")
+
+    work = tmp_path / "work"
+    work.mkdir()
+    _copy_workflow(work)
+    monkeypatch.chdir(work)
+    assert main(["cell", "ttrv-1", "InternVL3-2B", "ImageNet-A"]) == 0
+    (work / "copy").mkdir()
+    (work / "local.yaml").write_text("data: {sources: {imagenet-a: {path: copy}}}\n")
+    home = tmp_path / "hf"
+    cache_model(home / "hub", "OpenGVLab/InternVL3-2B-hf")
+    for key, value in {"HF_HUB_OFFLINE": "1", "HF_HOME": str(home), "TTRL_BENCH_CACHE": str(tmp_path / "empty")}.items():
+        monkeypatch.setenv(key, value)
+    dry = _snakemake(work, "-n", "--configfile", "cells/ttrv-1_InternVL3-2B_ImageNet-A.yaml", "local.yaml",
+                     "--replace-workflow-config")
+    counts = _job_counts(dry.stdout)
+    assert {k: counts.get(k) for k in ("prepare_data", "adapt", "evaluate")} == {"prepare_data": 1, "adapt": 1, "evaluate": 2}

@@ -532,11 +532,15 @@ def cmd_check_sandbox(args) -> None:
 
 def cmd_plan(args) -> None:
     from .plan import Plan, load_config
+
+    _print_plan(Plan(load_config(*args.config)), args.gpu_memory_gb, args.gpus_per_node)
+
+
+def _print_plan(plan, gpu_memory_gb, gpus_per_node) -> None:
     from .plan.protocols import describe
     from .plan.resources import EVALUATION_MINUTES, fewer_gpus, plan_table
 
-    plan = Plan(load_config(*args.config))
-    rows, totals = plan_table(plan, args.gpu_memory_gb, args.gpus_per_node)
+    rows, totals = plan_table(plan, gpu_memory_gb, gpus_per_node)
 
     def shown(value, form):
         return "-" if value is None else form.format(value)
@@ -556,7 +560,7 @@ def cmd_plan(args) -> None:
     print(f"adaptation: traced and calibrated peaks and times (calibration factor {totals['factor']} training, "
           f"{totals['prefill_factor']:g} generation prefill; plan/data/calibration.csv); evaluation: {EVALUATION_MINUTES}; "
           "preparation: CPU, not costed (downloads depend on the network)")
-    for line in fewer_gpus(plan, args.gpu_memory_gb):
+    for line in fewer_gpus(plan, gpu_memory_gb):
         print(f"fewer GPUs: {line}")
     for name in plan.configs:  # the config's protocol, and any an experiment names (`protocols`)
         where = "the config's" if name == plan.config["protocol"] else "experiments' (paths *_" + name + ")" \
@@ -564,6 +568,44 @@ def cmd_plan(args) -> None:
         print(f"protocol {name}, {where} (plan/protocols.py; a key the config sets itself wins):")
         for line in describe(name, plan.configs[name], set(plan.section.values())):
             print(f"  {line}")
+
+
+def cmd_cell(args) -> None:
+    """One published cell's jobs, from its paper's config: the config written, the plan, the published value and
+    the authors' log behind it, and the command that runs it in a directory of its own."""
+    import copy
+
+    import pandas as pd
+    import yaml
+
+    from .datasets.registry import REGISTRY
+    from .plan import Plan, validated
+    from .plan.cells import PAPER_CONFIGS, REPO, cell_config, cell_file_name, split_table
+    from .results.author_logs import shipped_runs
+    from .results.provenance import provenance
+    from .results.store import PUBLISHED_CSV
+
+    paper, number = split_table(args.table)
+    source = Path(args.config or REPO / PAPER_CONFIGS[paper])
+    config = cell_config(yaml.safe_load(source.read_text()), args.table, args.model, args.dataset)
+    plan = Plan(validated(copy.deepcopy(config)))
+    out = Path(args.out or cell_file_name(args.table, args.model, args.dataset))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(f"# {args.table} {args.model} {args.dataset}: cut from {source} by `ttrl-bench cell`\n"
+                   + yaml.safe_dump(config, sort_keys=False))
+    print(f"cell config: {out}")
+    _print_plan(plan, args.gpu_memory_gb, args.gpus_per_node)
+    published = pd.read_csv(PUBLISHED_CSV)
+    model = next(iter(plan.paper_model_names().values()))
+    dataset = next((REGISTRY[d].paper_name for d in plan.datasets if REGISTRY[d].paper_name), args.dataset)
+    cells = published[(published["paper"] == paper) & (published["table"] == number) & (published["model"] == model)
+                      & (published["dataset"] == dataset)]
+    logs = provenance(cells, shipped_runs()) if paper == "ttrv" else cells.assign(log_file=None, log_accuracy=None)
+    for _, cell in logs.iterrows():
+        log = f"; the authors' log {cell['log_file']}: {cell['log_accuracy']:.2f}" if pd.notna(cell["log_file"]) else ""
+        print(f"published: {paper} Table {number} {model} {cell['method']} {dataset} {cell['metric']} {cell['value']:.2f}{log}")
+    print(f"run it: snakemake --cores all --directory runs/{out.stem} --configfile {out.resolve()} "
+          "--replace-workflow-config (then results/tables/ in that directory show ours beside these, with the interval)")
 
 
 def cmd_audit_reward(args) -> None:
@@ -749,6 +791,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu-memory-gb", type=float, default=None, help="default: config resources.gpu_memory_gb (80)")
     p.add_argument("--gpus-per-node", type=int, default=8, help="the GPUs of one node, for the node-hours total")
     p.set_defaults(func=cmd_plan, rerun=False)  # read by a person, not a job log
+
+    p = sub.add_parser("cell", help="one published cell's jobs from its paper config: config, plan, published value")
+    p.add_argument("table", help="the paper's table, e.g. ttrv-1")
+    p.add_argument("model", help="the model, by the paper's name (InternVL3-2B) or ours")
+    p.add_argument("dataset", help="the dataset, by the paper's name (ImageNet-A) or ours")
+    p.add_argument("--config", default=None, help="the paper config to cut it from (default: the paper's, config/<paper>.yaml)")
+    p.add_argument("--out", default=None, help="where to write the cell's config (default: cells/<table>_<model>_<dataset>.yaml)")
+    p.add_argument("--gpu-memory-gb", type=float, default=None, help="default: config resources.gpu_memory_gb (80)")
+    p.add_argument("--gpus-per-node", type=int, default=8, help="the GPUs of one node, for the node-hours total")
+    p.set_defaults(func=cmd_cell, rerun=False)
 
     p = sub.add_parser("audit-reward", help="advantages each method's reward gives GRPO (TTRV diversity term)")
     p.add_argument("--groups", type=int, default=256, help="sampled prompts")
