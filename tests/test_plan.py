@@ -2,6 +2,7 @@
 request, and the dry-run checks, without Snakemake (tests/test_workflow.py checks that the rules
 use them)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -329,7 +330,7 @@ def test_methods_counting_unparsable_answers_differently_are_named():
 # --- one published cell (issue 38) --------------------------------------------------------------
 
 
-def test_one_cell_plans_exactly_its_jobs_with_the_paper_configs_settings(tmp_path, monkeypatch):
+def test_one_cell_plans_exactly_its_jobs_with_the_paper_configs_settings(tmp_path, monkeypatch, capsys):
     """TTRV Table 1, InternVL3-2B on ImageNet-A, cut from config/ttrv.yaml: the main grid's zero-shot row and the
     logged block of Table 1 (ttrv, its log's settings), under the authors protocol; no other model, dataset or
     experiment (the 2-epoch block has no `table`). Jobs: 1 preparation, 1 adaptation, 2 evaluations. Its
@@ -359,6 +360,13 @@ def test_one_cell_plans_exactly_its_jobs_with_the_paper_configs_settings(tmp_pat
     _copy_workflow(work)
     monkeypatch.chdir(work)
     assert main(["cell", "ttrv-1", "InternVL3-2B", "ImageNet-A"]) == 0
+    printed = capsys.readouterr().out
+    # what it needs, every job with its time, and the published cell beside the authors' log that gave it
+    # (TTRV Table 1: 96.31; imagenet_a_20_..._InternVL3-2B log: 96.32 over the full test set)
+    assert "needs: model OpenGVLab/InternVL3-2B-hf" in printed
+    assert "total: 4 jobs (1 prepare_data, 1 adapt, 2 evaluate)" in printed
+    assert ("published: ttrv Table 1 InternVL3-2B ttrv ImageNet-A top1_acc 96.31; the authors' log "
+            "imagenet_a_20_OpenGVLab_InternVL3-2B_20e_0824_220320.log: 96.32") in printed
     (work / "copy").mkdir()
     (work / "local.yaml").write_text("data: {sources: {imagenet-a: {path: copy}}}\n")
     home = tmp_path / "hf"
@@ -369,3 +377,24 @@ def test_one_cell_plans_exactly_its_jobs_with_the_paper_configs_settings(tmp_pat
                      "--replace-workflow-config")
     counts = _job_counts(dry.stdout)
     assert {k: counts.get(k) for k in ("prepare_data", "adapt", "evaluate")} == {"prepare_data": 1, "adapt": 1, "evaluate": 2}
+
+
+def test_adaptation_samples_beyond_a_local_copys_rows_stop_the_dry_run(tmp_path, monkeypatch):
+    """Before preparation, a local JSON-lines copy's rows bound its samples: 3 rows, 4 asked -> stopped, naming
+    the key and the copy; 3 asked passes (issue 38: it used to pass the dry run and fail at job time)."""
+    from ttrl_bench.datasets.registry import REGISTRY, DatasetSpec
+
+    spec = DatasetSpec("my-quiz-3", "vqa", "local:json", "accuracy", "Quiz", reader="options_list",
+                       fields={"image": "image", "question": "question", "options": "choices", "answer": "answer"},
+                       evidence="a test's three rows")
+    monkeypatch.setitem(REGISTRY, spec.name, spec)
+    (tmp_path / "quiz").mkdir()
+    (tmp_path / "quiz" / "test.jsonl").write_text("".join(
+        json.dumps({"image": f"{i}.png", "question": "q", "choices": ["a", "b"], "answer": "A"}) + "\n" for i in range(3)))
+    monkeypatch.chdir(tmp_path)
+    overlay = "datasets: [my-quiz-3]\nmethods: [zero-shot, ttrv]\ndata: {sources: {my-quiz-3: {path: quiz}}}\n"
+    plan = Plan(demo_with(overlay + "adaptation: {n_samples: 4}\n"))
+    with pytest.raises(ValueError, match=r"config key `adaptation.n_samples`: 4 adaptation samples, but the local "
+                                         r"copy of my-quiz-3 \(quiz\) has 3 rows"):
+        checks.check_sample_counts(plan)
+    checks.check_sample_counts(Plan(demo_with(overlay + "adaptation: {n_samples: 3}\n")))

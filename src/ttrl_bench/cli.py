@@ -23,9 +23,31 @@ def _n_adapt(value: str) -> int | str:
 def cmd_datasets_list(args) -> None:
     from .datasets.registry import REGISTRY
 
+    if args.action == "show":
+        _show("dataset", args.name, REGISTRY, lambda spec: vars(spec))
+        return
     rows = [("name", "task", "metric", "split", "paper column", "source")]
     rows += [(s.name, s.task, s.metric, s.split, s.paper_name, s.source) for s in REGISTRY.values()]
     _print_columns(rows)
+
+
+def _show(kind: str, name: str | None, known: dict, fields) -> None:
+    """One registry entry or preset, field by field (`datasets show NAME`, `methods show NAME`)."""
+    import difflib
+
+    if name is None:
+        raise ValueError(f"`ttrl-bench {kind}s show` needs a name, e.g. `ttrl-bench {kind}s show {next(iter(known))}`")
+    if name not in known:
+        close = difflib.get_close_matches(str(name), list(known), n=3, cutoff=0.6)
+        raise ValueError(f"no {kind} {name!r}" + (f" (did you mean {' or '.join(close)}?)" if close else "")
+                         + f"; `ttrl-bench {kind}s list` lists them")
+    entry = fields(known[name])
+    if entry is None:
+        print(f"{name}: no adaptation (the base model, evaluated greedily)")
+        return
+    for key, value in entry.items():
+        if value not in ("", (), {}, None):
+            print(f"{key}: {json.dumps(value, default=str) if isinstance(value, (dict, list, tuple)) else value}")
 
 
 def _print_columns(rows: list[tuple[str, ...]]) -> None:
@@ -37,6 +59,13 @@ def _print_columns(rows: list[tuple[str, ...]]) -> None:
 
 def cmd_methods_list(args) -> None:
     from .adaptation.presets import PRESETS, method_task
+    from .rewards.registry import reward_parameters
+
+    if args.action == "show":  # the preset, its task and the parameters its reward takes
+        _show("method", args.name, PRESETS, lambda p: p and {"task": method_task(args.name), **p,
+                                                            "reward accepts": reward_parameters(p["reward"])
+                                                            if "reward" in p else []})
+        return
 
     def row(m, p):  # update: TRL's GRPO, ECHO's rule, or a non-GRPO objective (VR-TTRL Appendix C)
         if p is None:
@@ -581,6 +610,7 @@ def cmd_cell(args) -> None:
     from .datasets.registry import REGISTRY
     from .plan import Plan, validated
     from .plan.cells import PAPER_CONFIGS, REPO, cell_config, cell_file_name, split_table
+    from .plan.preflight import needs
     from .results.author_logs import shipped_runs
     from .results.provenance import provenance
     from .results.store import PUBLISHED_CSV
@@ -594,6 +624,11 @@ def cmd_cell(args) -> None:
     out.write_text(f"# {args.table} {args.model} {args.dataset}: cut from {source} by `ttrl-bench cell`\n"
                    + yaml.safe_dump(config, sort_keys=False))
     print(f"cell config: {out}")
+    wanted, problems = needs(plan.config, plan.run_models, plan.datasets)
+    for need in wanted:  # sizes are the Hub's to tell: `ttrl-bench fetch` downloads them, offline runs read the cache
+        print(f"needs: {need.describe()}")
+    for problem in problems:
+        print(f"needs: {problem}")
     _print_plan(plan, args.gpu_memory_gb, args.gpus_per_node)
     published = pd.read_csv(PUBLISHED_CSV)
     model = next(iter(plan.paper_model_names().values()))
@@ -644,11 +679,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     datasets = sub.add_parser("datasets", help="the dataset registry")
-    datasets.add_argument("action", choices=["list"], help="list: every registered dataset and its source")
+    datasets.add_argument("action", choices=["list", "show"], help="list: every registered dataset and its source; "
+                          "show NAME: its fields, reader, answer format, source and evidence")
+    datasets.add_argument("name", nargs="?", help="the dataset to show")
     datasets.set_defaults(func=cmd_datasets_list, rerun=False)
 
     methods = sub.add_parser("methods", help="the method presets (adaptation/presets.py)")
-    methods.add_argument("action", choices=["list"], help="list: every preset, its reward, update and source")
+    methods.add_argument("action", choices=["list", "show"], help="list: every preset, its reward, update and "
+                         "source; show NAME: the preset, its hyperparameters and the reward_params its reward takes")
+    methods.add_argument("name", nargs="?", help="the method to show")
     methods.set_defaults(func=cmd_methods_list, rerun=False)
 
     p = sub.add_parser("fetch", help="download the models and datasets a config needs into the Hugging Face "
@@ -810,7 +849,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_audit_reward)
 
     p = sub.add_parser("check-sandbox", help="does the T3RL verifier's sandbox (bubblewrap) work on this node?")
-    p.set_defaults(func=cmd_check_sandbox)
+    p.set_defaults(func=cmd_check_sandbox, rerun=False)  # read by a person
 
     p = sub.add_parser("prompt", help="the exact prompt (chat template, image tokens counted) an item is given")
     p.add_argument("configfiles", nargs="+", help="the config file(s), merged in order as snakemake merges them")

@@ -410,6 +410,19 @@ for _epochs in (2, 5, 10, 20):
 
 METHOD_NAMES = tuple(PRESETS)
 
+
+def register_method(name: str, preset: dict) -> None:
+    """A new method (docs/extending.md): a preset naming its reward, reward_params, hyperparameters and source.
+    Called at the end of this module, so every importer of METHOD_NAMES sees it."""
+    global METHOD_NAMES
+    if name in PRESETS:
+        raise ValueError(f"method {name!r} exists already")
+    missing = {"reward", "hyperparameters", "source"} - set(preset)
+    if missing:
+        raise ValueError(f"method {name!r}: its preset needs {', '.join(sorted(missing))}")
+    PRESETS[name] = preset
+    METHOD_NAMES = tuple(PRESETS)
+
 # ECHO and its baselines (ECHO Table 2, 12): their config layer is `adaptation.hyperparameters.math`, applied
 # over the mcq layer (their answers are of the mcq family), so the ECHO authors' settings (plan/protocols.py)
 # reach these methods and not TTRV's, and TTRV's mcq settings reach them only where the math layer sets none.

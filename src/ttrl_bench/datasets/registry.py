@@ -309,6 +309,16 @@ _ENTRIES = [
 REGISTRY: dict[str, DatasetSpec] = {spec.name: spec for spec in _ENTRIES}
 
 
+def register_dataset(spec: DatasetSpec) -> None:
+    """A new dataset entry (docs/extending.md), e.g. `_vqa(...)` for multiple choice; its `evidence` says where
+    its layout was read (for a local copy of your own: your files)."""
+    if spec.name in REGISTRY:
+        raise ValueError(f"dataset {spec.name!r} is registered already")
+    if not spec.evidence:
+        raise ValueError(f"dataset {spec.name!r}: give its `evidence` (where its layout was read)")
+    REGISTRY[spec.name] = spec
+
+
 def get_dataset(name: str) -> DatasetSpec:
     try:
         return REGISTRY[name]

@@ -198,18 +198,36 @@ def split_size(plan, dataset: str) -> int | None:
     return BUNDLED_TEST_SIZES.get(dataset)
 
 
+def local_rows(plan, dataset: str) -> tuple[int, str] | None:
+    """Before preparation, the rows of a local JSON-lines copy (config `data.sources.<name>.path`): an upper bound
+    of its samples (the resolution filter may drop some), and the copy's path; None for other sources."""
+    source = plan.config["data"]["sources"].get(dataset) or {}
+    path = Path(source["path"]) if source.get("path") else None
+    if path is None or not path.is_dir() or source.get("format") not in (None, "json"):
+        return None
+    files = sorted(path.glob(source.get("files") or REGISTRY[dataset].local.get("files") or "**/*.jsonl"))
+    if not files or any(f.suffix != ".jsonl" for f in files):
+        return None
+    return sum(1 for f in files for line in f.read_text().splitlines() if line.strip()), str(path)
+
+
 def check_sample_counts(plan) -> None:
-    """Adaptation and evaluation sample counts within each dataset's test split."""
+    """Adaptation and evaluation sample counts within each dataset's test split (before preparation: within a
+    local JSON-lines copy's rows)."""
     for key, block in plan.blocks:
         n = block.get("n_samples", plan.n_adapt)
         key = f"{key}.n_samples" if key and "n_samples" in block else "adaptation.n_samples"
         trains = block.get("datasets", []) + [pair[0] for pair in block.get("cross", [])]
         for dataset in trains:
             size = split_size(plan, dataset)
-            if (n != "all" and size is not None and n > size
-                    and any(plan.fits(m, dataset) for m in plan.grpo_methods if m in block["methods"])):
+            adapted = any(plan.fits(m, dataset) for m in plan.grpo_methods if m in block["methods"])
+            if n != "all" and size is not None and n > size and adapted:
                 raise ValueError(f"config key `{key}`: {n} adaptation samples, but {dataset}'s "
                                  f"{REGISTRY[dataset].manifest_split} split has {size}")
+            rows = local_rows(plan, dataset) if size is None else None
+            if n != "all" and rows is not None and n > rows[0] and adapted:
+                raise ValueError(f"config key `{key}`: {n} adaptation samples, but the local copy of {dataset} "
+                                 f"({rows[1]}) has {rows[0]} rows")
     exclude = plan.config["evaluation"]["exclude_adaptation_samples"]
     for run in plan.runs:
         section = plan.section[run.target]

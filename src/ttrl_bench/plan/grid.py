@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..adaptation.presets import METHOD_NAMES, is_per_sample, method_task, resolve_method
+from ..adaptation.presets import METHOD_NAMES, is_per_sample, method_task
 from ..datasets.registry import REGISTRY
 from ..evaluation.tasks import task_for
 from . import checks

@@ -117,6 +117,16 @@ _FACTORIES: dict[str, Callable[..., Reward]] = {
 REWARD_NAMES = tuple(_FACTORIES)
 
 
+def register_reward(name: str, factory: Callable[..., Reward]) -> None:
+    """A new reward by name (docs/extending.md): `factory(**reward_params)` returns a Reward, e.g. a voting
+    function wrapped by `_voting` for the `unparsable` convention."""
+    global REWARD_NAMES
+    if name in _FACTORIES:
+        raise ValueError(f"reward {name!r} is registered already")
+    _FACTORIES[name] = factory
+    REWARD_NAMES = tuple(_FACTORIES)
+
+
 def reward_parameters(name: str) -> list[str]:
     """The `reward_params` a reward accepts."""
     return list(inspect.signature(_FACTORIES[name]).parameters)
