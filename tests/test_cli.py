@@ -188,3 +188,57 @@ def test_no_reference_points_outside_the_clone():
              if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".xz", ".png")
              for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1) if pattern.search(line)]
     assert found == []
+
+
+# Every command of a README or docs/ code block, and the test that runs it: here on the CPU, or, for what needs a
+# network, a cluster or a GPU, its dry run or a stand-in (issue 38). A new command fails the test below until it
+# is given its test; a renamed test fails it too.
+DOCUMENTED_COMMANDS = {
+    'python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[test]" && snakemake --cores all':
+        "tests/test_workflow.py::test_the_readme_command_uses_the_default_profile",
+    ". .venv/bin/activate && pytest -ra": ".ci/run",
+    "snakemake --cores all --configfile config/ttrv.yaml --replace-workflow-config -n":
+        "tests/test_paper_configs.py::test_snakemake_runs_the_planned_jobs",
+    "ttrl-bench cell ttrv-1 InternVL3-2B ImageNet-A":
+        "tests/test_plan.py::test_one_cell_plans_exactly_its_jobs_with_the_paper_configs_settings",
+    "snakemake --cores all --directory runs/cpu-methods --configfile config/cpu-methods.yaml --replace-workflow-config":
+        "tests/test_workflow.py::test_every_other_method_runs_end_to_end_on_the_cpu",
+    "ttrl-bench fetch config/ttrv.yaml":  # a stand-in Hub
+        "tests/test_preflight.py::test_fetch_command_reads_the_config_as_snakemake_does_and_refuses_before_downloading",
+    "HF_HUB_OFFLINE=1 snakemake -n --configfile config/ttrv.yaml --replace-workflow-config":
+        "tests/test_preflight.py::test_offline_ttrv_dry_run_with_an_empty_cache_stops_before_any_job",
+    # SLURM: a one-node cluster in CI (test_demo_runs_through_the_slurm_profile), and stand-in sbatch / squeue
+    "snakemake --directory ~/runs/ttrv -s Snakefile --configfile $PWD/config/ttrv.yaml --replace-workflow-config "
+    "--workflow-profile profiles/slurm": "tests/test_slurm.py::test_the_slurm_dry_run_shows_what_each_job_will_ask",
+    "export TTRL_SLURM_PARTITION=gpu TTRL_SLURM_ACCOUNT=my-project":
+        "tests/test_slurm.py::test_an_8b_job_asks_slurm_for_its_gpus",
+    "snakemake --workflow-profile profiles/slurm --configfile config/ttrv.yaml --replace-workflow-config":
+        "tests/test_slurm.py::test_demo_runs_through_the_slurm_profile",
+    "ttrl-bench check-sandbox": "tests/test_sandbox.py::test_the_check_sandbox_command_prints_each_probe",
+    "snakemake --cores all --configfile extending.yaml -n":
+        "tests/test_extending.py::test_the_extending_guide_adds_a_method_and_a_local_dataset_that_dry_run_with_the_demo",
+}
+
+
+def documented_commands(repo: Path) -> set[str]:
+    """Command lines of the shell code blocks of README.md and docs/*.md (continuations joined, comments cut)."""
+    commands = set()
+    for path in [repo / "README.md", *sorted((repo / "docs").glob("*.md"))]:
+        for language, block in re.findall(r"```(\w*)\n(.*?)```", path.read_text(), re.S):
+            if language in ("python", "json", "yaml"):
+                continue
+            for line in block.replace("\\\n", " ").splitlines():
+                line = re.sub(r"\s+#.*$", "", line).strip()
+                line = re.sub(r"\s+", " ", line)
+                if re.match(r"(snakemake|ttrl-bench|python3? |pip |\. \.venv|export |HF_HUB_OFFLINE)", line):
+                    commands.add(line)
+    return commands
+
+
+def test_every_documented_command_is_run_by_a_test():
+    repo = Path(__file__).resolve().parents[1]
+    assert documented_commands(repo) == set(DOCUMENTED_COMMANDS)
+    for where in set(DOCUMENTED_COMMANDS.values()):
+        path, _, name = where.partition("::")
+        text = (repo / path).read_text()
+        assert not name or re.search(rf"^def {name}\(", text, re.M), where
