@@ -33,14 +33,12 @@ def cmd_datasets_list(args) -> None:
 
 def _show(kind: str, name: str | None, known: dict, fields) -> None:
     """One registry entry or preset, field by field (`datasets show NAME`, `methods show NAME`)."""
-    import difflib
+    from .plan.checks import did_you_mean
 
     if name is None:
         raise ValueError(f"`ttrl-bench {kind}s show` needs a name, e.g. `ttrl-bench {kind}s show {next(iter(known))}`")
     if name not in known:
-        close = difflib.get_close_matches(str(name), list(known), n=3, cutoff=0.6)
-        raise ValueError(f"no {kind} {name!r}" + (f" (did you mean {' or '.join(close)}?)" if close else "")
-                         + f"; `ttrl-bench {kind}s list` lists them")
+        raise ValueError(f"no {kind} {name!r}{did_you_mean(name, known)}; `ttrl-bench {kind}s list` lists them")
     entry = fields(known[name])
     if entry is None:
         print(f"{name}: no adaptation (the base model, evaluated greedily)")
@@ -381,7 +379,9 @@ def _main_protocol(runs, args):
 
 def _of_protocol(runs, protocol: str):
     """The runs made under one rerun protocol (a store from before protocols existed holds clean runs)."""
-    return runs[(runs["protocol"].fillna("clean") if "protocol" in runs else "clean") == protocol]
+    from .results.tables import run_protocols
+
+    return runs[run_protocols(runs) == protocol]
 
 
 def cmd_render_tables(args) -> None:
@@ -392,7 +392,8 @@ def cmd_render_tables(args) -> None:
     from .results.author_logs import shipped_runs
     from .results.provenance import flag_counts, provenance
     from .results.store import RUN_COLUMNS, read_table
-    from .results.tables import method_table, preparation_table, protocol_table, rescoring_table, to_markdown
+    from .results.tables import (method_table, preparation_table, protocol_table, rescoring_table, run_protocols,
+                                 to_markdown)
 
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -435,7 +436,7 @@ def cmd_render_tables(args) -> None:
 
     # Our runs in TTRV Table 1's layout: the main adaptation set, a table per protocol (the config's first)
     main_runs = _main_protocol(all_runs, args)
-    present = sorted(set(main_runs["protocol"].fillna("clean"))) if "protocol" in main_runs else ["clean"]
+    present = sorted(set(run_protocols(main_runs)))
     protocols = sorted(present, key=lambda p: p != args.protocol) or [args.protocol]
     training_sets = frozenset(name for name, spec in REGISTRY.items() if spec.manifest_split == "train")
     text = ""
@@ -566,6 +567,8 @@ def cmd_plan(args) -> None:
 
 
 def _print_plan(plan, gpu_memory_gb, gpus_per_node) -> None:
+    from collections import Counter
+
     from .plan.protocols import describe
     from .plan.resources import EVALUATION_MINUTES, fewer_gpus, plan_table
 
@@ -580,9 +583,7 @@ def _print_plan(plan, gpu_memory_gb, gpus_per_node) -> None:
         hours = "?" if r["gpu_hours"] is None else f"{r['gpu_hours']:.2f}"  # n_samples: all (count unknown)
         print(f"{r['job']:<80} {r['gpus']:>4} {str(r['offload']):>7} {shown(r['micro_batch'], '{}'):>5} "
               f"{shown(r['gpu_peak_gb'], '{:.1f}'):>11} {shown(r['host_gb'], '{:.1f}'):>8} {minutes:>6} {hours:>7}")
-    counts = {}
-    for r in rows:
-        counts[r["rule"]] = counts.get(r["rule"], 0) + 1
+    counts = Counter(r["rule"] for r in rows)
     print(f"total: {totals['jobs']} jobs ({', '.join(f'{n} {rule}' for rule, n in counts.items())}), "
           f"{totals['gpu_hours']} GPU-hours ({', '.join(f'{rule} {h}' for rule, h in totals['gpu_hours_by_rule'].items())}), "
           f"{totals['node_hours']} h on one {totals['gpus_per_node']}-GPU node (perfect packing, at least the longest job)")
@@ -592,8 +593,8 @@ def _print_plan(plan, gpu_memory_gb, gpus_per_node) -> None:
     for line in fewer_gpus(plan, gpu_memory_gb):
         print(f"fewer GPUs: {line}")
     for name in plan.configs:  # the config's protocol, and any an experiment names (`protocols`)
-        where = "the config's" if name == plan.config["protocol"] else "experiments' (paths *_" + name + ")" \
-            if name != "clean" else "experiments' (paths without a suffix)"
+        paths = "paths without a suffix" if name == "clean" else f"paths *_{name}"
+        where = "the config's" if name == plan.config["protocol"] else f"experiments' ({paths})"
         print(f"protocol {name}, {where} (plan/protocols.py; a key the config sets itself wins):")
         for line in describe(name, plan.configs[name], set(plan.section.values())):
             print(f"  {line}")
@@ -825,20 +826,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-dir", required=True, help="directory of the Markdown, LaTeX and CSV tables")
     p.set_defaults(func=cmd_render_tables)
 
-    p = sub.add_parser("plan", help="each adaptation job's GPUs, predicted GPU peak, host memory, minutes, GPU-hours")
+    # shared by plan and cell: the GPUs the plan decides for
+    gpus = argparse.ArgumentParser(add_help=False)
+    gpus.add_argument("--gpu-memory-gb", type=float, default=None, help="default: config resources.gpu_memory_gb (80)")
+    gpus.add_argument("--gpus-per-node", type=int, default=8, help="the GPUs of one node, for the node-hours total")
+    p = sub.add_parser("plan", parents=[gpus],
+                       help="each adaptation job's GPUs, predicted GPU peak, host memory, minutes, GPU-hours")
     p.add_argument("config", nargs="+", help="config YAML file(s), merged in order")
-    p.add_argument("--gpu-memory-gb", type=float, default=None, help="default: config resources.gpu_memory_gb (80)")
-    p.add_argument("--gpus-per-node", type=int, default=8, help="the GPUs of one node, for the node-hours total")
     p.set_defaults(func=cmd_plan, rerun=False)  # read by a person, not a job log
 
-    p = sub.add_parser("cell", help="one published cell's jobs from its paper config: config, plan, published value")
+    p = sub.add_parser("cell", parents=[gpus],
+                       help="one published cell's jobs from its paper config: config, plan, published value")
     p.add_argument("table", help="the paper's table, e.g. ttrv-1")
     p.add_argument("model", help="the model, by the paper's name (InternVL3-2B) or ours")
     p.add_argument("dataset", help="the dataset, by the paper's name (ImageNet-A) or ours")
     p.add_argument("--config", default=None, help="the paper config to cut it from (default: the paper's, config/<paper>.yaml)")
     p.add_argument("--out", default=None, help="where to write the cell's config (default: cells/<table>_<model>_<dataset>.yaml)")
-    p.add_argument("--gpu-memory-gb", type=float, default=None, help="default: config resources.gpu_memory_gb (80)")
-    p.add_argument("--gpus-per-node", type=int, default=8, help="the GPUs of one node, for the node-hours total")
     p.set_defaults(func=cmd_cell, rerun=False)
 
     p = sub.add_parser("audit-reward", help="advantages each method's reward gives GRPO (TTRV diversity term)")

@@ -53,17 +53,22 @@ def last_boxed(text: str) -> str | None:
     if rest.startswith("\\boxed ") and "{" not in rest.split(" ", 1)[1][:1]:
         return rest.split(" ", 1)[1].split("$")[0].strip() or None
     open_at = rest.find("{")
-    if open_at < 0:
-        return None
+    content = _braced(rest, open_at) if open_at >= 0 else None
+    return None if content is None else content.strip()
+
+
+def _braced(text: str, open_at: int) -> str | None:
+    """The content of the brace group opening at text[open_at], nested braces balanced; None where it is never
+    closed (cut off by the token limit)."""
     depth = 0
-    for i, char in enumerate(rest[open_at:], open_at):
-        if char == "{":
+    for i in range(open_at, len(text)):
+        if text[i] == "{":
             depth += 1
-        elif char == "}":
+        elif text[i] == "}":
             depth -= 1
             if depth == 0:
-                return rest[open_at + 1 : i].strip()
-    return None  # unbalanced: cut off by the token limit
+                return text[open_at + 1 : i]
+    return None
 
 
 _ANSWER_STATEMENT = re.compile(r"(?i:the\s+(?:final\s+)?answer\s+is|final\s+answer\s*:|answer\s*:)\s*(.+)")
@@ -227,15 +232,7 @@ def boxed_answer(text: str | None) -> str | None:
     start = text.rfind("\\boxed")
     if start < 0 or not text.startswith("\\boxed{", start):
         return None
-    depth = 0
-    for i in range(start + len("\\boxed"), len(text)):
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start + len("\\boxed{") : i]
-    return None
+    return _braced(text, start + len("\\boxed"))
 
 
 def authors_answer_text(text: str | None) -> str:

@@ -92,9 +92,12 @@ def rescored_metrics(predictions: pd.DataFrame) -> dict[str, float]:
     if not {"raw_output", "gold", "options", "prompt_text"} <= set(predictions):
         return {}
     rows = predictions.to_dict("records")
-    ours = [short_answers_match(extract_choice(r["raw_output"], list(r["options"])) if len(r["options"])
-                                else extract_short_answer(r["raw_output"]), r["gold"]) for r in rows]
-    theirs = [authors_correct(authors_answer(r["raw_output"]), r["gold"]) for r in rows]
+
+    def correct(parser: str) -> list[float]:  # each row as MCQTask reads and scores it under that parser
+        task = MCQTask(parser)
+        return [task.score(task.parse(r["raw_output"], r), r["gold"]) for r in rows]
+
+    ours, theirs = correct("robust"), correct("authors")
     means = verl_mean_at([r["prompt_text"] for r in rows], [100.0 * t for t in theirs])
     out = {"accuracy_robust_parser": 100 * sum(ours) / len(rows), "accuracy_authors_parser": 100 * sum(theirs) / len(rows),
            "authors_mean@max": means[max(means)], "authors_max_group": float(max(means))}

@@ -29,16 +29,19 @@ SLURM_VARIABLES = {
 LISTED_BY = {"datasets": "ttrl-bench datasets list", "methods": "ttrl-bench methods list"}
 
 
+def did_you_mean(name, known) -> str:
+    """" (did you mean a or b?)" with the known names closest to `name` (difflib), or "" where none is close."""
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
 def check_known(key: str, names, known) -> None:
     """Every name is one of `known`; else a ValueError naming the key, each unknown name with its closest known
     ones ("did you mean"), and the known names (or the command that lists them, where there are many)."""
     unknown = [n for n in names if n not in known]
     if not unknown:
         return
-    hints = []
-    for name in unknown:
-        close = difflib.get_close_matches(str(name), [str(k) for k in known], n=3, cutoff=0.6)
-        hints.append(f"{name!r}" + (f" (did you mean {' or '.join(close)}?)" if close else ""))
+    hints = [f"{name!r}{did_you_mean(name, known)}" for name in unknown]
     kind = key.rsplit(".", 1)[-1]
     listed = (f"`{LISTED_BY[kind]}` lists the {len(known)} known" if len(known) > 12 and kind in LISTED_BY
               else f"known: {', '.join(sorted(map(str, known)))}")
@@ -133,19 +136,18 @@ def warn_mixed_unparsable(plan) -> list[str]:
     """A warning per block whose methods, compared in one table, count unparsable answers differently (a
     preset's `unparsable: answer` beside an override's `no_reward`, a 22-point difference on the demo): a new
     method takes its preset's convention silently. Returned and logged."""
+    overridden = plan.config["adaptation"]["method_overrides"]
     warnings = []
     for key, block in plan.blocks:
-        conventions = {}
+        conventions = {}  # method -> (its convention, where it is set)
         for method in block["methods"]:
-            spec = plan.method_specs.get(method) or {}
-            if "unparsable" in spec.get("reward_params", {}):
-                source = ("adaptation.method_overrides" if "reward_params" in
-                          plan.config["adaptation"]["method_overrides"].get(method, {}) else "preset")
-                conventions[method] = f"{spec['reward_params']['unparsable']} ({source})"
-        if len({c.split(" ")[0] for c in conventions.values()}) > 1:
-            where = key or "methods"
-            warnings.append(f"config `{where}`: these methods count unparsable answers differently: "
-                            + ", ".join(f"{m} {c}" for m, c in conventions.items())
+            params = (plan.method_specs.get(method) or {}).get("reward_params", {})
+            if "unparsable" in params:
+                source = "adaptation.method_overrides" if "reward_params" in overridden.get(method, {}) else "preset"
+                conventions[method] = (params["unparsable"], source)
+        if len({value for value, _ in conventions.values()}) > 1:
+            warnings.append(f"config `{key or 'methods'}`: these methods count unparsable answers differently: "
+                            + ", ".join(f"{m} {value} ({source})" for m, (value, source) in conventions.items())
                             + "; set adaptation.method_overrides.<method>.reward_params.unparsable to compare like "
                             "with like (rewards/voting.py)")
     for warning in warnings:

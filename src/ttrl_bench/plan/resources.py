@@ -101,22 +101,22 @@ def plan_table(plan: Plan, gpu_memory_gb: float | None = None, gpus_per_node: in
 def fewer_gpus(plan: Plan, gpu_memory_gb: float | None = None) -> list[str]:
     """For each model whose adaptations ask for more than one GPU, what one GPU per job would take: the key to
     set, and the offload and GPU-hours the plan then decides (or that nothing fits one GPU)."""
+    wide: dict[str, list] = {}  # model -> its adaptations on more than one GPU, with their decisions
+    for job in plan.jobs():
+        if job.rule in ADAPT_RULES and "build" not in plan.models[job.model]:
+            decision = job_decision(plan, job, gpu_memory_gb)
+            if decision.gpus > 1:
+                wide.setdefault(job.model, []).append((job, decision))
     lines = []
-    for model in sorted({job.model for job in plan.jobs()}):
-        if "build" in plan.models[model]:
-            continue
-        wide = [job for job in plan.jobs() if job.model == model and job.rule in ADAPT_RULES
-                and job_decision(plan, job, gpu_memory_gb).gpus > 1]
-        if not wide:
-            continue
-        now = sum(job_decision(plan, job, gpu_memory_gb).gpu_hours for job in wide)
+    for model, jobs in sorted(wide.items()):
+        now = sum(decision.gpu_hours for _, decision in jobs)
         try:
-            one = [job_decision(plan, job, gpu_memory_gb, gpus=1) for job in wide]
+            one = [job_decision(plan, job, gpu_memory_gb, gpus=1) for job, _ in jobs]
         except ValueError as err:
             lines.append(f"models.{model}.gpus: 1 does not fit: {err}")
             continue
         offloaded = sum(d.offload for d in one)
-        lines.append(f"models.{model}.gpus: 1 runs its {len(wide)} multi-GPU adaptation(s) on one GPU each"
+        lines.append(f"models.{model}.gpus: 1 runs its {len(jobs)} multi-GPU adaptation(s) on one GPU each"
                      f"{f', {offloaded} of them with offload' if offloaded else ''}: "
                      f"{sum(d.gpu_hours for d in one):.1f} GPU-hours instead of {now:.1f}")
     return lines

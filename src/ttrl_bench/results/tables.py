@@ -6,6 +6,8 @@ import json
 
 import pandas as pd
 
+from .paper_tables import PROVENANCE
+
 # How methods are labelled in the papers' tables (TTRV Table 1: "w/ TTRV" under the base row).
 METHOD_LABELS = {
     "ttrv": "TTRV",
@@ -74,6 +76,12 @@ RESCORED = {"accuracy_robust_parser": "ours: our parser, accuracy",
             "authors_mean@max": "the authors' parser, verl mean@max"}
 
 
+def run_protocols(runs: pd.DataFrame) -> pd.Series:
+    """Each run's protocol (config `protocol`); a run stored before protocols existed ran ours, clean."""
+    default = PROVENANCE["protocol"]
+    return runs["protocol"].fillna(default) if "protocol" in runs else pd.Series(default, index=runs.index, dtype=object)
+
+
 def rescoring_table(runs: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
     """The same generations scored both ways (evaluation/tasks.py `rescored_metrics`), one row per MCQ run:
     our parser's accuracy, the TTRV authors' parser's, their verl mean@1 and mean@max (with the largest
@@ -86,7 +94,7 @@ def rescoring_table(runs: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
     if wide.empty or "accuracy_robust_parser" not in wide:
         return empty
     # the run's protocol as a column where the store holds more than one (a run per protocol per cell)
-    protocols = runs["protocol"].fillna("clean") if "protocol" in runs else pd.Series("clean", runs.index)
+    protocols = run_protocols(runs)
     keys = ["model", "method", "target_dataset"] + (["protocol"] if protocols.nunique() > 1 else [])
     keyed = runs.assign(protocol=protocols).drop_duplicates("run_id").set_index("run_id")[keys]
     table = keyed.join(wide, how="inner").rename(columns={"target_dataset": "dataset", **RESCORED,
@@ -104,7 +112,8 @@ def protocol_table(runs: pd.DataFrame) -> pd.DataFrame:
     columns = ["model", "method", "dataset", "authors", "clean", "authors - clean"]
     if runs.empty or "protocol" not in runs:
         return pd.DataFrame(columns=columns)
-    scored = runs[runs["metric"] == "accuracy"].assign(protocol=runs["protocol"].fillna("clean"))
+    runs = runs.assign(protocol=run_protocols(runs))
+    scored = runs[runs["metric"] == "accuracy"]
     wide = scored.pivot_table(index=["model", "method", "target_dataset"], columns="protocol", values="value",
                               aggfunc="mean")
     if not {"authors", "clean"} <= set(wide.columns):
