@@ -465,9 +465,13 @@ class TestTimeGRPOTrainer(GRPOTrainer):
         refuse_placeholders(completion_ids, self.forbidden_token_ids)
         if self.trained_votes == "verl":  # verl's trained votes moved to the front of their rows
             order = self._verl_vote_order([len(p) + len(c) for p, c in zip(prompt_ids, completion_ids)], copies)
-            prompt_ids, completion_ids, completions = ([v[i] for i in order] for v in (prompt_ids, completion_ids, completions))
-            tool_mask, logprobs, images = (None if v is None else [v[i] for i in order] for v in (tool_mask, logprobs, images))
-            extra = {key: [v[i] for i in order] if isinstance(v, list) and len(v) == len(expanded) else v
+
+            def permuted(values):  # every per-sample list of the round, as `pick` below takes them
+                return values if not values else [values[i] for i in order]
+
+            prompt_ids, completion_ids, tool_mask, completions, logprobs, images, tool_images = map(
+                permuted, (prompt_ids, completion_ids, tool_mask, completions, logprobs, images, tool_images))
+            extra = {key: permuted(v) if isinstance(v, list) and len(v) == len(expanded) else v
                      for key, v in extra.items()}
         keep = range(0, len(expanded), copies)  # the first sample of each row is trained, the others only vote
 
