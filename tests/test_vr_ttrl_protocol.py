@@ -341,3 +341,7 @@ def test_vr_ttrl_tables_name_visionreasoners_protocol():
     assert any(n.startswith("protocol: authors (VisionReasoner's evaluation @a455092") and n.endswith("RefCOCOg-test")
                for n in notes)
     assert any("TTRV authors'" in n for n in pt.provenance_notes(cells.assign(paper="ttrv")))
+    # ECHO's tables name the ECHO authors' code, not the TTRV authors' template
+    echo = pt.provenance_notes(cells.assign(paper="echo", dataset="MathVista"))
+    assert any(n.startswith("protocol: authors (the ECHO authors' code @6f7b311") for n in echo)
+    assert not any("TTRV" in n for n in echo if n.startswith("protocol:"))

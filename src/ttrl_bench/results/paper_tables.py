@@ -381,11 +381,16 @@ PROTOCOLS = {"authors": "authors (the TTRV authors' template, parser and evaluat
              "clean": "clean (ours: the checkpoint's template, our parser; plan/protocols.py)"}
 
 
-# A paper whose `authors` protocol is another code base's pipeline: its own words (VR-TTRL has no code: its
-# authors protocol is VisionReasoner's evaluation, docs/protocols.md "VR-TTRL").
+# A paper whose `authors` protocol is not the TTRV authors' pipeline: its own words (VR-TTRL has no code: its
+# authors protocol is VisionReasoner's evaluation; ECHO's is user683/ECHO's; docs/protocols.md "VR-TTRL", "ECHO").
 PAPER_PROTOCOLS = {"vr-ttrl": {"authors": "authors (VisionReasoner's evaluation @a455092: SAM2 hiera-large masks, "
                                           "best of three candidates; 840 x 840 input; lower-cased queries; 2,048 "
-                                          "tokens; plan/protocols.py)"}}
+                                          "tokens; plan/protocols.py)"},
+                   "echo": {"authors": "authors (the ECHO authors' code @6f7b311: their evaluation prompt, T 0.7, "
+                                       "lenient grading; sampled-token confidence, boxed-only votes, their script's "
+                                       "batch; plan/protocols.py)",
+                            "clean": "clean (the paper's settings: the training prompt, T 0.6, exact grading, top-5 "
+                                     "confidence; plan/protocols.py)"}}
 
 
 def provenance_notes(comparison: pd.DataFrame) -> list[str]:
