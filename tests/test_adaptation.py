@@ -332,15 +332,38 @@ def test_placeholder_tokens_are_forbidden_and_refused(tiny_model_dirs, tmp_path)
         refuse_placeholders([[7, 8], [9, 6, 2]], {5, 6})
 
 
+# Per family: the vision tower's parameters, and the adapter's among them (Qwen-VL's patch merger, Qwen3-VL's
+# DeepStack mergers too; InternVL's multi_modal_projector lies outside its tower).
+TOWER_PREFIX = {"qwen2_5_vl": "model.visual.", "internvl": "model.vision_tower.", "qwen3_vl": "model.visual."}
+ADAPTER_PREFIXES = {"qwen2_5_vl": ("model.visual.merger.",), "internvl": (),
+                    "qwen3_vl": ("model.visual.merger.", "model.visual.deepstack_merger_list.")}
+
+
 @pytest.mark.parametrize("family", FAMILIES)
-def test_vision_tower_is_found_per_family_and_frozen(family, tiny_model_dirs):
+@pytest.mark.parametrize("setting", [True, False, "authors"])
+def test_vision_encoder_is_frozen_and_its_adapter_trains(family, setting, tiny_model_dirs):
+    """freeze_vision True: VR-TTRL Appendix C.1's subset, "language-side and adapter parameters, with the vision
+    encoder frozen"; "authors": the TTRV authors' fsdp_workers.py:236-243 freezes InternVL's encoder only."""
     from ttrl_bench.adaptation.grpo import freeze_vision_tower
 
     model, _ = load_model(str(tiny_model_dirs[family]))
-    freeze_vision_tower(model)
+    freeze_vision_tower(model, setting)
     frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
-    prefix = {"qwen2_5_vl": "model.visual.", "internvl": "model.vision_tower.", "qwen3_vl": "model.visual."}[family]
-    assert frozen == {n for n, _ in model.named_parameters() if n.startswith(prefix)} and frozen
+    tower = {n for n, _ in model.named_parameters() if n.startswith(TOWER_PREFIX[family])}
+    adapter = {n for n in tower if n.startswith(ADAPTER_PREFIXES[family])}
+    expected = tower - adapter if setting is True or (setting == "authors" and family == "internvl") else set()
+    assert frozen == expected
+    assert adapter or family == "internvl"  # the adapter's names exist where the family keeps it in the tower
+    if family == "internvl":  # its projector trains under every setting
+        assert all(p.requires_grad for n, p in model.named_parameters() if "multi_modal_projector" in n)
+
+
+def test_freeze_vision_refuses_an_unknown_setting(tiny_model_dir):
+    from ttrl_bench.adaptation.grpo import freeze_vision_tower
+
+    model, _ = load_model(str(tiny_model_dir))
+    with pytest.raises(ValueError, match="freeze_vision must be true, false or 'authors', got 'encoder'"):
+        freeze_vision_tower(model, "encoder")
 
 
 def test_a_missing_local_model_is_named_before_any_download(tmp_path):

@@ -147,7 +147,9 @@ def test_anti_consensus_picks_the_outlier():
 
 
 def test_consensus_with_nothing_scorable():
-    assert consensus([None, [{"bbox_2d": "x"}], []]) == (None, [0.0, 0.0, 0.0])
+    # every answer totals 0: the paper's rule ("the answer that maximizes the total reward among them")
+    # takes the first of the tied as the label, and every reward is 0 against it
+    assert consensus([None, [{"bbox_2d": "x"}], []]) == (0, [0.0, 0.0, 0.0])
     # an answer with one invalid object totals 0 (it scores 0 against every other) and so does the
     # valid one (it scores 0 against the invalid one): first of the tied, so every reward is 0
     assert consensus([[A, {"bbox_2d": "x"}], [A_SHIFTED]]) == (0, [0.0, 0.0])

@@ -303,10 +303,9 @@ def test_count_is_all_or_nothing_as_visionreasoner_parses():
 def test_unscorable_consensus_groups_predict_the_first_completion(monkeypatch):
     """Issue 35's group: the first answer holds an invalid object (its second has a bbox_2d and no point_2d),
     the second is unparsable; strict thresholds, anti mode. Under invalid_object zero_answer no answer has scored
-    objects: consensus() marks no label (None) and every reward is 0, as the paper's reading (every total 0, the
-    first of the tied answers is the label) also gives. Where a label is used, the vote-only prediction and the
-    SFT-majority pseudo-label (per_sample._vote), the first completion is taken: the paper's reading, under both
-    protocols."""
+    objects, every total is 0 and the paper's reading takes the first of the tied answers as the label; every
+    reward is 0 against it. The vote-only prediction and the SFT-majority pseudo-label take that first
+    completion, under both protocols."""
     from ttrl_bench.adaptation import per_sample
     from ttrl_bench.rewards import grounding
 
@@ -314,7 +313,7 @@ def test_unscorable_consensus_groups_predict_the_first_completion(monkeypatch):
              '{"bbox_2d": [58, 366, 104, 487], "point_2d": [34, 515]}]</answer>')
     texts = [first, "no answer"]
     answers = [grounding.parse_objects(t) for t in texts]
-    assert grounding.consensus(answers, grounding.THRESHOLDS["strict"], anti=True) == (None, [0.0, 0.0])
+    assert grounding.consensus(answers, grounding.THRESHOLDS["strict"], anti=True) == (0, [0.0, 0.0])
     monkeypatch.setattr(per_sample, "generate_samples", lambda *a, **k: texts)
     hp = {"num_generations": 2, "temperature": 0.6, "max_completion_length": 8}
     assert per_sample._vote(None, None, {"prompt": "p"}, None, hp, {"thresholds": "strict", "anti": True}, 0) == first

@@ -135,8 +135,7 @@ def select_trainable(model, hp: dict) -> None:
     """C.1: "the same parameter subset as in VR-TTRL (language-side and adapter parameters, with the
     vision encoder frozen)" (trainable "language"); Tent's own choice, the normalisation layers'
     affine parameters outside the vision encoder, is trainable "norm"."""
-    if hp.get("freeze_vision"):
-        freeze_vision_tower(model)
+    freeze_vision_tower(model, hp.get("freeze_vision", False))
     if hp.get("trainable", "language") == "language":
         return
     if hp["trainable"] != "norm":

@@ -42,12 +42,13 @@ from ..generation.vllm_settings import (
 )
 from ..models.families import (
     add_vision_drop_path,
+    freeze_vision_encoder,
+    freezes_vision_encoder,
     image_span_token_ids,
     parameter_count,
     placeholder_token_ids,
     ttrv_logged_temperature,
     unsampleable_token_ids,
-    vision_tower,
 )
 from ..rewards.registry import get_reward
 from ..rewards.voting import answer_entropy, majority_answer
@@ -754,9 +755,11 @@ def rollout_backend(choice: str) -> str:
     return choose_backend(choice, "adaptation.rollout_backend")
 
 
-def freeze_vision_tower(model) -> None:
-    """VR-TTRL Appendix A: the vision encoder is frozen during adaptation."""
-    vision_tower(model).requires_grad_(False)
+def freeze_vision_tower(model, setting) -> None:
+    """Hyperparameter `freeze_vision` (models/families.py freezes_vision_encoder): VR-TTRL Appendix A and
+    C.1 freeze the vision encoder and train the adapter; the TTRV authors' code freezes InternVL's only."""
+    if freezes_vision_encoder(model.config.model_type, setting):
+        log.info("vision encoder frozen; %d adapter parameters in its tower train", freeze_vision_encoder(model))
 
 
 def out_of_memory_message(model, hp: dict, err: Exception) -> str:
@@ -811,8 +814,7 @@ class TestTimeAdaptation:
         if hp["temperature"] == "family":  # the TTRV authors' rollout temperature of the model's family
             hp = {**hp, "temperature": ttrv_logged_temperature(model.config)}
         n_votes = check_votes(hp)
-        if hp.get("freeze_vision"):
-            freeze_vision_tower(model)
+        freeze_vision_tower(model, hp.get("freeze_vision", False))
         if hp.get("vision_drop_path") == "checkpoint":
             raise ValueError("vision_drop_path: checkpoint is resolved per model by the plan (plan/resources.py "
                              "job_method_settings); give --method-json a rate")

@@ -38,7 +38,7 @@ def _vote(model, processor, row: dict, image, hp: dict, reward_params: dict, see
     label, _ = grounding.consensus([grounding.parse_objects(t) for t in texts],
                                    grounding.THRESHOLDS[reward_params.get("thresholds", "base")],
                                    conventions=grounding.Conventions.from_params(reward_params))
-    return texts[label] if label is not None else texts[0]
+    return texts[label]
 
 
 def _adapter(model, processor, samples: pd.DataFrame, image_root: Path, method: dict, out_dir: Path, seed: int):

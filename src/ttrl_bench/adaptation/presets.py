@@ -77,8 +77,10 @@ TTRV_HYPERPARAMETERS = {
     "loss_type": "bnpo",
     "dual_clip": 3.0,
     "data_seed": 1,
-    # The authors' code freezes InternVL's vision tower (verl fsdp_workers.py, "internvl will occur a
-    # bug when using the vision encoder"); the paper is silent, so the code's behaviour is the default.
+    # The vision encoder frozen and its adapter trained, for every family. The authors' code freezes
+    # InternVL's encoder only (verl fsdp_workers.py:236-243, "internvl will occur a bug when using the
+    # vision encoder") and trains Qwen2.5-VL's whole tower: protocol `authors` sets freeze_vision "authors"
+    # (plan/protocols.py); the paper is silent.
     "freeze_vision": True,
     # Method, not only memory: with "bnpo" each micro-batch of 2 is one token-mean (the authors' micro-batch).
     "micro_batch_size": 2,
@@ -110,7 +112,9 @@ TTRV_APPENDIX_A_HYPERPARAMETERS = {
 
 # VR-TTRL Appendix A: N = 8 at temperature 0.6, lr 5e-7, weight decay 1e-2, KL 1e-2 (TRL's
 # default k3 "low-variance" estimator), grad clip 1.0, 5 generation rounds x 1 update per sample,
-# vision encoder frozen. The response length is not stated; 1024 as in TTRV.
+# vision encoder frozen, the adapter trained (Appendix C.1: "language-side and adapter parameters, with the
+# vision encoder frozen"; models/families.py freeze_vision_encoder). The response length is not stated;
+# 1024 as in TTRV.
 VR_TTRL_HYPERPARAMETERS = {
     "learning_rate": 5e-7,
     "num_generations": 8,

@@ -1,7 +1,8 @@
 """What differs between VLM families, in one place (DESIGN.md "Model families").
 
 Adaptation and rewards never test a family's name. What they need from a model is answered here:
-- the vision tower to freeze: transformers' own `get_encoder(modality="image")` lookup;
+- the vision tower to freeze: transformers' own `get_encoder(modality="image")` lookup, and the adapter
+  inside it that stays trainable (`freeze_vision_encoder`);
 - the placeholder tokens a rollout must never contain (image / video context tokens: a sampled one
   makes the training forward count one image token too many, docs/gpu-runs.md), read from the config;
 - the teacher-forced forward of a prompt, its image and a completion (`completion_logits`): the
@@ -52,6 +53,43 @@ def vision_tower(model):
             "set adaptation.hyperparameters.<task>.freeze_vision: false or add the family to models/families.py"
         )
     return tower
+
+
+# The vision-language adapter (projector) where a family keeps it inside the module get_encoder returns:
+# Qwen-VL's patch merger, and Qwen3-VL's DeepStack mergers too. InternVL's multi_modal_projector sits
+# outside its vision tower, so freezing the tower leaves it trainable already.
+VISION_ADAPTERS_IN_TOWER = {"qwen2_5_vl": ("merger",), "qwen3_vl": ("merger", "deepstack_merger_list")}
+# `freeze_vision: authors`: the families whose vision encoder the TTRV authors' verl fork freezes
+# (Akshit21112002/TTRV verl/verl/workers/fsdp_workers.py:236-243: InternVL's `vision_model`, its mlp1
+# projector left trainable, "internvl will occur a bug when using the vision encoder"); every other
+# family, Qwen2.5-VL included, trains its whole vision tower there.
+TTRV_AUTHORS_FROZEN_VISION = ("internvl",)
+FREEZE_VISION_CHOICES = (True, False, "authors")
+
+
+def freezes_vision_encoder(model_type: str, setting) -> bool:
+    """Whether `freeze_vision` (True: the encoder frozen, its adapter trained, VR-TTRL Appendix C.1 "language-side
+    and adapter parameters, with the vision encoder frozen"; False: nothing frozen; "authors": as the TTRV
+    authors' code does for this family) freezes this model type's vision encoder."""
+    if setting not in FREEZE_VISION_CHOICES:
+        raise ValueError(f"freeze_vision must be true, false or 'authors', got {setting!r}")
+    if setting == "authors":
+        return model_type.startswith(TTRV_AUTHORS_FROZEN_VISION)
+    return bool(setting)
+
+
+def adapter_in_vision_tower(model_type: str) -> bool:
+    return model_type in VISION_ADAPTERS_IN_TOWER
+
+
+def freeze_vision_encoder(model) -> int:
+    """Freeze the vision encoder and keep its adapter trainable (VISION_ADAPTERS_IN_TOWER); returns the
+    parameters left trainable in the tower (the adapter's)."""
+    tower = vision_tower(model)
+    tower.requires_grad_(False)
+    for name in VISION_ADAPTERS_IN_TOWER.get(model.config.model_type, ()):
+        getattr(tower, name).requires_grad_(True)
+    return sum(p.numel() for p in tower.parameters() if p.requires_grad)
 
 
 def placeholder_token_ids(config) -> list[int]:

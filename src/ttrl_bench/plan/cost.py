@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
+from ..models.families import freezes_vision_encoder
 from . import memory
 from .checks import layout_samples, quiet_layout, split_size
 from .grid import adaptation_samples
@@ -66,7 +67,7 @@ class JobSettings:
     micro_batch: int | None = None  # sequences per training forward; None: the largest that fits
     prompt_tokens: int = 64  # text tokens besides the image
     image_tokens: int = 1280  # InternVL: 5 tiles of an 896 px image; the authors' AI2D prompts: ~1,490 tokens
-    freeze_vision: bool = True
+    freeze_vision: bool | str = True  # models/families.py freezes_vision_encoder: True, False or "authors"
     gradient_checkpointing: bool = True
     reference: bool = True  # a KL reference model (kl_beta > 0)
     fp32_master: bool = True
@@ -89,9 +90,11 @@ class JobSettings:
                    per_sample=per_sample, **extra)
 
     def shape(self, sequences: int, kind: str = "train") -> StepShape:
+        if self.freeze_vision == "authors":
+            raise ValueError("JobSettings.freeze_vision 'authors' is resolved per model (job_settings) before shapes")
         return StepShape(sequences=sequences, prompt_tokens=self.prompt_tokens, image_tokens=self.image_tokens,
                          new_tokens=self.new_tokens, fp32_master=self.fp32_master,
-                         trainable_vision=not self.freeze_vision,
+                         trainable_vision=not self.freeze_vision, trainable_adapter=bool(self.freeze_vision),
                          gradient_checkpointing=self.gradient_checkpointing, kind=kind)
 
 
@@ -293,8 +296,11 @@ def job_settings(plan, job) -> JobSettings:
     # "auto" takes vLLM where it is installed, as envs/gpu.yaml does on a cluster
     backend = spec["hyperparameters"].get("rollout_backend", adaptation["rollout_backend"])
     share = adaptation["vllm"]["gpu_memory_utilization"] if backend in ("auto", "vllm") else 0.0
-    return JobSettings.from_preset(spec["hyperparameters"], n_samples, per_sample=job.rule == "adapt_per_sample",
-                                   vllm_share=share)
+    settings = JobSettings.from_preset(spec["hyperparameters"], n_samples, per_sample=job.rule == "adapt_per_sample",
+                                       vllm_share=share)
+    # "authors" freezes by family (models/families.py), known from the model's config
+    model_type = memory.model_config(model_source(plan, job.model)).model_type
+    return replace(settings, freeze_vision=freezes_vision_encoder(model_type, settings.freeze_vision))
 
 
 def job_layout(plan, job):

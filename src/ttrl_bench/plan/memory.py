@@ -60,6 +60,10 @@ class StepShape:
     kind: str = "train"  # "train": forward + backward with AdamW state; "prefill": generate's first forward
     autocast: bool = True  # bf16 autocast; False: every op in the weights' dtype (issue 23 finding 9: the
     # first generation of a run happened before accelerate wrapped forward in autocast)
+    # With a frozen vision tower: the adapter inside it trains (models/families.py freeze_vision_encoder).
+    # Left out of the cache key when False, and for a family whose adapter sits outside the tower
+    # (InternVL's projector trains either way), so the traces of earlier shapes stay valid.
+    trainable_adapter: bool = False
 
     def __post_init__(self):
         if self.kind not in ("train", "prefill"):
@@ -123,8 +127,18 @@ def config_dict(config) -> dict:
     return json.loads(config.to_json_string(use_diff=True))
 
 
+def _key_shape(config, shape: StepShape) -> dict:
+    from ..models.families import adapter_in_vision_tower
+
+    fields = asdict(shape)
+    if not (shape.trainable_adapter and not shape.trainable_vision and adapter_in_vision_tower(config.model_type)):
+        del fields["trainable_adapter"]
+    return fields
+
+
 def trace_key(config, shape: StepShape) -> str:
-    payload = json.dumps({"v": TRACE_VERSION, "config": config_dict(config), "shape": asdict(shape)}, sort_keys=True)
+    payload = json.dumps({"v": TRACE_VERSION, "config": config_dict(config), "shape": _key_shape(config, shape)},
+                         sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -193,7 +207,7 @@ def trace_step(config, shape: StepShape) -> Trace:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from ..models.families import traced_image_features
+    from ..models.families import freeze_vision_encoder, traced_image_features
 
     started = time.time()
     dtype = torch.float32 if shape.fp32_master else torch.bfloat16
@@ -204,7 +218,10 @@ def trace_step(config, shape: StepShape) -> Trace:
     with mode:
         if train:
             if not shape.trainable_vision:
-                tower.requires_grad_(False)
+                if shape.trainable_adapter:
+                    freeze_vision_encoder(model)
+                else:
+                    tower.requires_grad_(False)
             model.train()  # transformers checkpoints layers only in training mode
             if shape.gradient_checkpointing:
                 # reentrant: the checkpointed forward runs under no_grad. With the non-reentrant kind,
@@ -227,7 +244,8 @@ def trace_step(config, shape: StepShape) -> Trace:
         tracker.track_external(*([model, optimizer] if optimizer else [model]))
         flops = FlopCounterMode(display=False)
         with tracker, flops, torch.autocast("cpu", dtype=torch.bfloat16, enabled=shape.autocast):
-            with torch.no_grad() if not (train and shape.trainable_vision) else contextlib.nullcontext():
+            tower_trains = train and any(p.requires_grad for p in tower.parameters())
+            with torch.no_grad() if not tower_trains else contextlib.nullcontext():
                 features = traced_image_features(model, shape.sequences, shape.image_tokens)
             with torch.no_grad() if not train else contextlib.nullcontext():
                 out = _language_forward(model, features, shape, shape.new_tokens + 1 if train else 1, not train)

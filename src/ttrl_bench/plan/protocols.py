@@ -53,6 +53,11 @@ SETTINGS = [
      "their logs' vision_config.drop_path_rate (0.1 InternVL3, 0.0 InternVL2.5): the remote-code InternViT drops "
      "paths in the update's train-mode forward (dp_actor.py:283), not in its eval-mode log-probs (:233)",
      None, "the -hf checkpoint as transformers runs it: no drop path"),
+    (("adaptation", "hyperparameters", "mcq", "freeze_vision"), "authors",
+     "fsdp_workers.py:236-243: InternVL's vision_model frozen (its mlp1 projector trains); every other family, "
+     "Qwen2.5-VL included, trains its whole vision tower",
+     None, "the presets' vision encoder frozen for every family, its adapter trained (VR-TTRL Appendix C.1; "
+     "the TTRV paper is silent)"),
     # VR-TTRL (no public code): VisionReasoner's evaluation, dvlab-research/VisionReasoner @a455092
     # (vision_reasoner/models/vision_reasoner_model.py, evaluation/evaluation_segmentation.py), the base
     # VR-TTRL builds on; the rewards follow Seg-Zero @42a3345 under both protocols (rewards/grounding.py)

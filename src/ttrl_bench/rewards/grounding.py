@@ -236,7 +236,7 @@ def pairwise_accuracy(pred: list | None, target: list | None, thresholds: Thresh
 
 
 def consensus(answers: Sequence[list | None], thresholds: Thresholds = Thresholds(), anti: bool = False,
-              conventions: Conventions = Conventions()) -> tuple[int | None, list[float]]:
+              conventions: Conventions = Conventions()) -> tuple[int, list[float]]:
     """VR-TTRL geometric consensus (Section 3.2: "the answer that maximizes the total reward among
     them is chosen as the majority answer"). Answer i's total is the sum of its accuracy reward
     with each other answer as the target, sum_j pairwise_accuracy(a_i, a_j) (our reading: VR-TTRL
@@ -246,11 +246,11 @@ def consensus(answers: Sequence[list | None], thresholds: Thresholds = Threshold
     Every answer is a candidate, as the paper says ("the answer that maximizes the total reward
     among them"): one without scored objects (unparsable, or an invalid object such as a string
     coordinate under the authors' rule) has total 0, so it is the label when it comes first among
-    answers tied at 0, and then every reward is 0 (the accuracy reward scores 0 against it).
-    (None, zeros) when no answer has scored objects."""
+    answers tied at 0, and then every reward is 0 (the accuracy reward scores 0 against it). So a
+    group with nothing scorable takes its first answer as the label, as the paper's rule reads; an
+    earlier version gave no label there, which changed no reward and no prediction (the vote-only
+    baseline answered with the first completion either way), only the logged label (issue 35)."""
     scorable = [bool(scored_objects(a, conventions.invalid_object)) for a in answers]
-    if not any(scorable):
-        return None, [0.0] * len(answers)
     totals = [
         sum(pairwise_accuracy(answers[i], answers[j], thresholds, conventions) for j in range(len(answers)) if j != i)
         if scorable[i] else 0.0
