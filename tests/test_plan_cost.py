@@ -195,3 +195,23 @@ def test_decide_tries_only_the_layouts_the_batch_layout_runs(synthetic):
     assert (d.gpus, d.micro_batch, d.gpu_peak_gb) == (2, 4, 74.0)
     with pytest.raises(ValueError, match="no layout on 2 GPUs"):  # nothing runs: the layout's own error
         cost.decide(None, synthetic, gpus=2, layout=no_two_gpus)
+
+
+def test_the_trace_of_a_trainable_adapter_holds_qwens_merger_and_keeps_earlier_keys():
+    """freeze_vision true trains Qwen2.5-VL's patch merger (VR-TTRL Appendix C.1's subset). Its parameters,
+    worked from Qwen2.5-VL-7B's vision config (hidden 1280, 2 x 2 spatial merge -> 5120, out 3584): RMSNorm
+    1280 + Linear(5120, 5120) 26,219,520 + Linear(5120, 3584) 18,353,664 = 44,574,464. The shipped traces
+    (no tracing here) differ by exactly that in trainable parameters; an InternVL shape's key ignores the
+    flag (its projector sits outside the tower and trains either way)."""
+    qwen = memory.model_config("Qwen/Qwen2.5-VL-7B-Instruct")
+    frozen = StepShape(sequences=4, prompt_tokens=64, image_tokens=1280, new_tokens=1024, trainable_vision=False)
+    adapter = cost.replace(frozen, trainable_adapter=True)
+    assert memory.trace_key(qwen, frozen) != memory.trace_key(qwen, adapter)
+    shipped = memory.cached_trace(qwen, adapter, trace_fn=lambda *a: pytest.fail("not shipped")).trainable
+    assert shipped - memory.cached_trace(qwen, frozen, trace_fn=lambda *a: pytest.fail("not shipped")).trainable \
+        == 1280 + 5120 * 5120 + 5120 + 5120 * 3584 + 3584 == 44_574_464
+    internvl = memory.model_config("OpenGVLab/InternVL3-2B-hf")
+    assert memory.trace_key(internvl, frozen) == memory.trace_key(internvl, cost.replace(frozen, trainable_adapter=True))
+    # a trainable tower has no separate adapter: the flag leaves the key alone
+    whole = cost.replace(frozen, trainable_vision=True)
+    assert memory.trace_key(qwen, whole) == memory.trace_key(qwen, cost.replace(whole, trainable_adapter=True))
