@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # TTRL_BENCH_BENCHMARK_OUT: another results folder (the tests write to a temporary one)
 OUT = Path(os.environ.get("TTRL_BENCH_BENCHMARK_OUT", ROOT / "benchmarks" / "results"))
 
-# The published checkpoints whose shapes (config.json: plan/data/model_configs.json) the real-size models
+# The published checkpoints whose shapes (config.json: models/data/model_configs.json) the real-size models
 # take, at full depth, with a tokenizer in the published layout (models/real_width.py).
 PLAN_SOURCES = {"internvl3-2b": "OpenGVLab/InternVL3-2B-hf", "internvl3-8b": "OpenGVLab/InternVL3-8B-hf",
                 "qwen2.5-vl-3b": "Qwen/Qwen2.5-VL-3B-Instruct", "qwen2.5-vl-7b": "Qwen/Qwen2.5-VL-7B-Instruct"}
@@ -80,7 +80,7 @@ def build_model(name: str, corpus: list[str], out: Path, real: bool) -> Path:
 
 
 def model_family(name: str) -> str:
-    from ttrl_bench.plan.memory import model_config
+    from ttrl_bench.models.configs import model_config
 
     return model_config(PLAN_SOURCES[name]).model_type if name in PLAN_SOURCES else TINY[name]
 
@@ -194,14 +194,12 @@ def mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
-IMAGE_TOKENS = {"internvl": 5 * 256, "qwen2_5_vl": (840 // 28) ** 2}  # 896 px: 4 tiles + thumbnail; 840 px scenes
-
-
 def predicted_peak_gb(name: str, family: str, method: str, hp: dict) -> float:
     """The plan's calibrated peak of one training forward + backward of this job on one GPU
     (plan/cost.py), written beside the measured one so each GPU run is a calibration point; NaN for
     the tiny models, whose configs the plan does not ship."""
     from ttrl_bench.adaptation.presets import resolve_method
+    from ttrl_bench.models.families import IMAGE_TOKENS  # 896 px: 4 tiles + thumbnail; 840 px scenes
     from ttrl_bench.plan.cost import predict_for_benchmark
 
     if name not in PLAN_SOURCES:

@@ -4,12 +4,14 @@ import math
 
 import pytest
 
-from ttrl_bench.adaptation.grpo import GroupReward, SplitGroupError, adapt, batch_layout, fit_to_samples
+from ttrl_bench.adaptation.grpo import adapt
+from ttrl_bench.adaptation.layout import batch_layout, fit_to_samples
 from ttrl_bench.adaptation.per_sample import adapt_each_sample
 from ttrl_bench.adaptation.presets import METHOD_NAMES, PRESETS, is_per_sample, method_task, resolve_method
+from ttrl_bench.adaptation.reward_bridge import GroupReward, SplitGroupError
 from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.datasets.sampling import select_adaptation_samples
-from ttrl_bench.models.families import FAMILIES  # every family the configs use: each runs every method
+from ttrl_bench.models.tiny_families import FAMILIES  # every family the configs use: each runs every method
 from ttrl_bench.models.loading import load_model
 
 TWO_STEPS = {"num_generations": 4, "n_votes": 4, "max_completion_length": 3, "epochs": 1, "prompts_per_step": 1,
@@ -185,7 +187,7 @@ def test_per_sample_methods_predict_each_sample_and_restore_the_base_weights(met
 
 
 def test_rollout_backend_choice_is_explicit():
-    from ttrl_bench.adaptation.grpo import rollout_backend
+    from ttrl_bench.adaptation.config import rollout_backend
 
     import importlib.util
 
@@ -309,13 +311,14 @@ def test_a_bf16_checkpoint_adapted_at_the_papers_lr_changes_its_weights(demo_dat
 def test_placeholder_tokens_are_forbidden_and_refused(tiny_model_dirs, tmp_path):
     """Tiny tokenizers list the ChatML tokens first: Qwen2.5-VL's <|image_pad|> is id 5 and
     <|video_pad|> 6; InternVL's <IMG_CONTEXT> is 5 (its config has no video token)."""
-    from ttrl_bench.adaptation.grpo import PlaceholderInRolloutError, grpo_config, refuse_placeholders
+    from ttrl_bench.adaptation.config import grpo_config
+    from ttrl_bench.adaptation.trainer import PlaceholderInRolloutError, refuse_placeholders
     from ttrl_bench.models.families import placeholder_token_ids
     from transformers import AutoConfig
 
     assert placeholder_token_ids(AutoConfig.from_pretrained(tiny_model_dirs["qwen2_5_vl"])) == [5, 6]
     assert placeholder_token_ids(AutoConfig.from_pretrained(tiny_model_dirs["internvl"])) == [5]
-    from ttrl_bench.adaptation.grpo import forbidden_token_kwargs
+    from ttrl_bench.adaptation.config import forbidden_token_kwargs
     from ttrl_bench.models.families import image_span_token_ids
 
     hp = {**resolve_method("ttrv")["hyperparameters"], "rollout_backend": "hf"}
@@ -381,7 +384,8 @@ def test_the_kl_reference_loads_on_the_process_own_gpu(tmp_path):
     default (device_map None, the policy's dtype)."""
     import torch
 
-    from ttrl_bench.adaptation.grpo import grpo_config, reference_init_kwargs
+    from ttrl_bench.adaptation.config import grpo_config
+    from ttrl_bench.adaptation.placement import reference_init_kwargs
 
     assert reference_init_kwargs(True, torch.device("cuda", 3)) == {"dtype": torch.bfloat16, "device_map": "cuda:3"}
     assert reference_init_kwargs(False, torch.device("cpu")) is None
@@ -395,7 +399,7 @@ import torch, torch.distributed as dist
 from accelerate.utils import FullyShardedDataParallelPlugin
 from torch.distributed.fsdp import FSDPModule
 from trl.models.utils import prepare_fsdp
-from ttrl_bench.adaptation.grpo import shard_reference_per_block
+from ttrl_bench.adaptation.placement import shard_reference_per_block
 from ttrl_bench.models.loading import load_model
 dist.init_process_group("gloo")
 accelerator = types.SimpleNamespace(state=types.SimpleNamespace(fsdp_plugin=FullyShardedDataParallelPlugin(fsdp_version=2)),
@@ -449,12 +453,12 @@ def test_the_trainer_is_built_with_per_block_reference_sharding_and_a_vote_sized
     from trl.generation.vllm_generation import VLLMGeneration
     from trl.models.utils import prepare_fsdp
 
-    from ttrl_bench.adaptation import grpo
+    from ttrl_bench.adaptation import placement
 
     built = []
-    monkeypatch.setattr(grpo, "trl_VLLMGeneration", lambda **kwargs: built.append(kwargs))
-    with grpo.trl_construction_overrides(32 // 16):
-        assert trl_grpo_trainer.prepare_fsdp is grpo.shard_reference_per_block
+    monkeypatch.setattr(placement, "trl_VLLMGeneration", lambda **kwargs: built.append(kwargs))
+    with placement.trl_construction_overrides(32 // 16):
+        assert trl_grpo_trainer.prepare_fsdp is placement.shard_reference_per_block
         trl_grpo_trainer.VLLMGeneration(model=None, max_num_seqs=16 * 1 * 4, temperature=1.0)
     assert built == [{"model": None, "max_num_seqs": 128, "temperature": 1.0}]
     monkeypatch.undo()
@@ -489,7 +493,7 @@ def test_a_failing_vllm_rollout_names_the_hf_backend():
 
     import torch
 
-    from ttrl_bench.adaptation import grpo as _grpo
+    from ttrl_bench.adaptation.trainer import TestTimeGRPOTrainer
 
     def failing(error):
         def generate(prompts):
@@ -500,10 +504,10 @@ def test_a_failing_vllm_rollout_names_the_hf_backend():
     engine = SimpleNamespace(model=model, use_vllm=True, _generate_votes=failing(KeyError("multi_modal_data")))
     with pytest.raises(RuntimeError, match=r"vLLM rollouts failed \(KeyError: 'multi_modal_data'\); set "
                                            r"adaptation.rollout_backend: hf"):
-        _grpo.TestTimeGRPOTrainer._generate(engine, ["p"])
+        TestTimeGRPOTrainer._generate(engine, ["p"])
     engine._generate_votes = failing(ValueError("trained_votes: verl needs"))
     with pytest.raises(ValueError, match="trained_votes"):
-        _grpo.TestTimeGRPOTrainer._generate(engine, ["p"])
+        TestTimeGRPOTrainer._generate(engine, ["p"])
     hf = SimpleNamespace(model=model, use_vllm=False, _generate_votes=failing(KeyError("x")))
     with pytest.raises(KeyError):
-        _grpo.TestTimeGRPOTrainer._generate(hf, ["p"])
+        TestTimeGRPOTrainer._generate(hf, ["p"])

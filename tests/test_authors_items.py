@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from ttrl_bench.cli import _adaptation_samples
+from ttrl_bench.cli.common import adaptation_samples as _adaptation_samples
 from ttrl_bench.datasets import authors_items
 from ttrl_bench.datasets.authors_items import AuthorsItemsError, item_options, item_text
 from ttrl_bench.datasets.prepare import prepare_dataset

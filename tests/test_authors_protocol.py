@@ -22,8 +22,9 @@ from ttrl_bench.evaluation.extraction import authors_answer, authors_correct
 from ttrl_bench.evaluation.metrics import verl_mean_at
 from ttrl_bench.evaluation.tasks import MCQTask, rescored_metrics
 from ttrl_bench.generation.hf import chat_prompt
-from ttrl_bench.models.families import chat_template, family, use_chat_template
+from ttrl_bench.models.families import use_chat_template
 from ttrl_bench.models.tiny import train_tokenizer
+from ttrl_bench.models.tiny_families import chat_template, family
 from ttrl_bench.plan import load_config
 from ttrl_bench.plan.protocols import SETTINGS, apply_protocol
 
@@ -234,8 +235,7 @@ def test_the_ttrv_config_runs_its_two_epoch_block_under_both_protocols():
 def test_a_key_the_config_sets_itself_holds_in_every_protocol():
     """variant(): a key left at its own protocol's value takes the other protocol's; one set to another value
     by the config keeps it (here 16 evaluation tokens under both), in either direction."""
-    from ttrl_bench.plan.config import merge, validated
-    from ttrl_bench.plan.protocols import variant
+    from ttrl_bench.plan.config import merge, validated, variant
 
     base = yaml.safe_load(Path("config/ttrv.yaml").read_text())
     config = validated(merge(base, {"evaluation": {"mcq": {"max_new_tokens": 16}}}))

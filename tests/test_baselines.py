@@ -12,7 +12,7 @@ from ttrl_bench.adaptation.grpo import adapt
 from ttrl_bench.adaptation.per_sample import adapt_each_sample
 from ttrl_bench.adaptation.presets import PRESETS, is_per_sample, resolve_method
 from ttrl_bench.datasets.prepare import load_manifest
-from ttrl_bench.models.families import FAMILIES  # every family the configs use: each runs every method
+from ttrl_bench.models.tiny_families import FAMILIES  # every family the configs use: each runs every method
 from ttrl_bench.models.loading import load_model
 
 BASELINES = [m for m, p in PRESETS.items() if p and "objective" in p]
@@ -165,7 +165,7 @@ def test_tent_norm_option_updates_only_normalisation_layers(tiny_model_dirs, sce
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_offline_variant_trains_one_step_on_the_training_split(family, scene_data, tiny_model_dirs, tmp_path):
-    from ttrl_bench.cli import _adaptation_samples
+    from ttrl_bench.cli.common import adaptation_samples as _adaptation_samples
     from ttrl_bench.datasets.registry import get_dataset
     from ttrl_bench.evaluation.tasks import GroundingTask
 

@@ -105,7 +105,8 @@ def test_a_preset_is_usable_by_name_without_its_json(tmp_path):
     import pytest
 
     from ttrl_bench.adaptation.presets import resolve_method
-    from ttrl_bench.cli import _method_spec, build_parser
+    from ttrl_bench.cli import build_parser
+    from ttrl_bench.cli.common import method_spec as _method_spec
 
     common = ["--model-source", "m", "--model-name", "m", "--dataset", "mme", "--data", "d", "--out", "o"]
     args = build_parser().parse_args(["adapt", "--method", "ttrv", *common])

@@ -22,6 +22,7 @@ from pycocotools import mask as mask_utils
 
 from ttrl_bench.datasets import sources
 from ttrl_bench.datasets.prepare import prepare_dataset
+from ttrl_bench.datasets.readers import rows
 from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.datasets.sources import DatasetSourceError
 
@@ -670,7 +671,7 @@ def test_countbench_query_is_the_counted_noun(tmp_path):
 
 def test_the_scenes_training_split_is_its_600_scenes(tmp_path):
     """demo-digit-scenes-train (VR-TTRL Table 11's training split in config/cpu-methods.yaml): the scenes'
-    manifest with its 600 train scenes (sources.SCENES_PER_SPLIT) beside the 120 test ones, each with a query."""
+    manifest with its 600 train scenes (readers.bundled.SCENES_PER_SPLIT) beside the 120 test ones, each with a query."""
     from ttrl_bench.datasets.prepare import load_manifest
 
     prepare_dataset("demo-digit-scenes-train", tmp_path / "scenes-train", seed=0)
@@ -731,11 +732,11 @@ def test_preparing_twice_gives_identical_bytes(tmp_path):
 
 def test_a_digit_answer_is_read_by_the_sources_answer_format():
     numeric = ["1", "2", "3", "4"]
-    assert sources._letter_answer("1", numeric, "text") == "A"  # MathVista: the option itself
-    assert sources._letter_answer("1", numeric, "index") == "B"  # AI2D: an index into the options
-    assert sources._letter_answer("(C)", numeric, "letter") == "C"
+    assert rows._letter_answer("1", numeric, "text") == "A"  # MathVista: the option itself
+    assert rows._letter_answer("1", numeric, "index") == "B"  # AI2D: an index into the options
+    assert rows._letter_answer("(C)", numeric, "letter") == "C"
     with pytest.raises(ValueError, match="not a valid letter"):
-        sources._letter_answer("1", numeric, "letter")
+        rows._letter_answer("1", numeric, "letter")
 
 
 def bomb_png(side=20000) -> bytes:

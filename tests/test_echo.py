@@ -7,7 +7,7 @@ import pytest
 import torch
 from PIL import Image
 
-from ttrl_bench.adaptation import grpo
+from ttrl_bench.adaptation import trainer as trainer_module
 from ttrl_bench.adaptation.echo import (
     LogitStatistics,
     adaptive_clip,
@@ -16,14 +16,17 @@ from ttrl_bench.adaptation.echo import (
     tail_confidence,
     token_statistics,
 )
-from ttrl_bench.adaptation.grpo import GroupReward, adapt, batch_layout, fit_to_samples, grpo_config
+from ttrl_bench.adaptation.config import grpo_config
+from ttrl_bench.adaptation.grpo import adapt
+from ttrl_bench.adaptation.layout import batch_layout, fit_to_samples
+from ttrl_bench.adaptation.reward_bridge import GroupReward
 from ttrl_bench.adaptation.presets import METHOD_NAMES, method_task, resolve_method
 from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.datasets.registry import DIGIT_NAMES
 from ttrl_bench.datasets.sampling import select_adaptation_samples
 from ttrl_bench.evaluation.tasks import TASKS
 from ttrl_bench.models import tiny
-from ttrl_bench.models.families import FAMILIES  # every family the configs use (ECHO: Qwen2.5-VL, Qwen3-VL)
+from ttrl_bench.models.tiny_families import FAMILIES  # every family the configs use (ECHO: Qwen2.5-VL, Qwen3-VL)
 from ttrl_bench.models.loading import load_model
 
 ECHO_METHODS = ["echo", "mm-upt", "supervised-grpo"]
@@ -181,7 +184,7 @@ def _trainer(model, processor, tmp_path, update):
     from datasets import Dataset
 
     dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": "one"}]], "id": ["x"], "answer": ["1"]})
-    return grpo.TestTimeGRPOTrainer(model=model, reward_funcs=[GroupReward("gold", {}, 2, TASKS["math"])],
+    return trainer_module.TestTimeGRPOTrainer(model=model, reward_funcs=[GroupReward("gold", {}, 2, TASKS["math"])],
                                     args=grpo_config(tmp_path, hp, seed=0), train_dataset=dataset,
                                     processing_class=processor, n_votes=2, forbidden_token_ids=[], update=update)
 
@@ -211,7 +214,7 @@ def test_echo_loss_with_a_0_and_a_fixed_clip_is_trls_grpo_loss(loss_type, tiny_m
     base["old_per_token_logps"] = logps + torch.tensor([[0.1, -0.1, 0.1], [-0.1, 0.1, 0.0]])
     shaped = hybrid_advantages(ADVANTAGES, ENTROPY, CONFIDENCE, MASK, mult_coeff=0.0)
     echo = {**base, "advantages": shaped, "clip_epsilon": torch.full((2,), 0.2)}
-    standard = grpo.GRPOTrainer._compute_loss(trainer, model, base)
+    standard = trainer_module.GRPOTrainer._compute_loss(trainer, model, base)
     assert trainer._compute_loss(model, echo).item() == pytest.approx(standard.item(), abs=1e-7)
     assert trainer.epsilon_low == trainer.epsilon_high == 0.2  # TRL's scalar is back after the call
     if loss_type == "grpo":
@@ -220,7 +223,7 @@ def test_echo_loss_with_a_0_and_a_fixed_clip_is_trls_grpo_loss(loss_type, tiny_m
         rows = []
         for i, eps in enumerate((0.05, 0.2)):
             trainer.epsilon_low = trainer.epsilon_high = eps
-            rows.append(grpo.GRPOTrainer._compute_loss(trainer, model, {
+            rows.append(trainer_module.GRPOTrainer._compute_loss(trainer, model, {
                 k: (v[i : i + 1] if torch.is_tensor(v) and v.dim() else v) for k, v in base.items()}).item())
         trainer.epsilon_low = trainer.epsilon_high = 0.2
         assert trainer._compute_loss(model, echo).item() == pytest.approx(sum(rows) / 2, abs=1e-6)
@@ -262,8 +265,8 @@ def test_one_step_of_echo_and_its_baselines_changes_the_weights(method, family, 
         clip_ranges.append(grpo_adaptive_clip(*args, **kwargs))
         return clip_ranges[-1]
 
-    grpo_adaptive_clip = grpo.adaptive_clip
-    monkeypatch.setattr(grpo, "adaptive_clip", spy)
+    grpo_adaptive_clip = trainer_module.adaptive_clip
+    monkeypatch.setattr(trainer_module, "adaptive_clip", spy)
     model, processor = load_model(str(tiny_model_dirs[family]), dtype="fp32")
     samples = _math_samples(demo_data)
     _half_taught(model, processor, samples, demo_data, monkeypatch)

@@ -183,7 +183,7 @@ def test_the_authors_evaluation_prompt_rendered():
     suffix, through the model's template. Rendered by a tiny Qwen2.5-VL processor whose ChatML template
     lays out system / user / assistant turns as Qwen2.5-VL's own does."""
     from ttrl_bench.generation.hf import chat_prompt
-    from ttrl_bench.models.families import chat_template, family
+    from ttrl_bench.models.tiny_families import chat_template, family
     from ttrl_bench.models.tiny import train_tokenizer
 
     items = pd.DataFrame({"id": ["q1"], "prompt": [math_prompt("Find x.", ["3", "4"])], "answer": ["B"]})
@@ -252,7 +252,7 @@ def test_the_cli_samples_with_top_k_only_where_set():
     """evaluation.math.top_k reaches the sampling settings (and so the run's hash) only where set."""
     from types import SimpleNamespace
 
-    from ttrl_bench.cli import _eval_sampling
+    from ttrl_bench.cli.evaluation import _eval_sampling
 
     args = SimpleNamespace(temperature=0.7, top_p=0.9, n_samples=1, pass_k=(1,), seed=0, top_k=None)
     assert _eval_sampling(args) == {"n": 1, "temperature": 0.7, "top_p": 0.9, "seed": 0}
@@ -269,7 +269,7 @@ def test_one_echo_step_under_the_authors_update_uses_the_sampled_confidence(demo
     can; the clip ranges follow from them by core_algos.py:298-303."""
     from test_echo import ONE_STEP, _half_taught, _math_samples
 
-    from ttrl_bench.adaptation import grpo
+    from ttrl_bench.adaptation import trainer as trainer_module
     from ttrl_bench.adaptation.grpo import adapt
     from ttrl_bench.adaptation.presets import resolve_method
     from ttrl_bench.evaluation.tasks import TASKS
@@ -277,13 +277,13 @@ def test_one_echo_step_under_the_authors_update_uses_the_sampled_confidence(demo
     from ttrl_bench.plan import load_config
 
     seen = []
-    original = grpo.adaptive_clip
+    original = trainer_module.adaptive_clip
 
     def spy(confidence, mask, *args, **kwargs):
         seen.append((confidence.detach().clone(), mask.detach().clone(), original(confidence, mask, *args, **kwargs)))
         return seen[-1][2]
 
-    monkeypatch.setattr(grpo, "adaptive_clip", spy)
+    monkeypatch.setattr(trainer_module, "adaptive_clip", spy)
     authors = dict(load_config(REPO / "config" / "echo.yaml")["adaptation"]["hyperparameters"]["math"])
     authors.pop("answer_parser")
     layer = {**authors, **ONE_STEP, "n_votes": 8, "micro_batch_size": 2, "generation_batch_size": 16,

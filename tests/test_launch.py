@@ -22,7 +22,7 @@ def test_the_launch_command_follows_the_decided_gpus_and_offload():
 
 GATHER_SCRIPT = """
 import json
-from ttrl_bench.adaptation.grpo import GroupReward
+from ttrl_bench.adaptation.reward_bridge import GroupReward
 from ttrl_bench.runs.processes import process_state
 rank = process_state().process_index
 texts = ["A", "B", "B", "junk"][2 * rank : 2 * rank + 2]  # one group of 4, half on each process
@@ -30,6 +30,7 @@ reward = GroupReward("majority_vote", {}, num_generations=4)
 local = reward(prompts=None, completions=[[{"role": "assistant", "content": t}] for t in texts],
                completion_ids=[[1]] * 2, id=["x"] * 2, options=[["a", "b", "c", "d"]] * 2, answer=["B"] * 2)
 open(f"rewards-{rank}.json", "w").write(json.dumps(local))  # a file each: a shared pipe interleaves lines
+process_state().destroy_process_group()  # exiting with a live gloo group can abort (terminate called ...)
 """
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from ttrl_bench.cli import _eval_sampling
+from ttrl_bench.cli.evaluation import _eval_sampling
 from ttrl_bench.evaluation.evaluate import evaluate_model, write_evaluation
 from ttrl_bench.evaluation.math_answers import answer_text, last_boxed, letters_of, normalize_math_answer
 from ttrl_bench.evaluation.metrics import pass_at_k

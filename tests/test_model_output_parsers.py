@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from ttrl_bench.evaluation import extraction, math_answers
 from ttrl_bench.evaluation.tasks import TASKS
 from ttrl_bench.rewards import grounding, t3rl
+from ttrl_bench.rewards.tags import tag_spans
 
 OPTIONS = ["a cat", "dog", "12", "3.5"]
 PIECES = ["<answer>", "</answer>", "<think>", "</think>", "[", "]", "{", "}", '"bbox_2d": ', '"point_2d": ', ", ",
@@ -118,7 +119,7 @@ def test_tag_readers_match_the_authors_regexes(text):
     match = AUTHORS_ANSWER.search(text)
     assert grounding.answer_span(text) == (match.span(1) if match else None)
     assert grounding.thinking_format_reward(text) == (1.0 if AUTHORS_FORMAT.fullmatch(text) else 0.0)
-    assert [text[a:b] for a, b in extraction.tag_spans(text)] == re.findall(r"<answer>(.*?)</answer>", text, re.S)
+    assert [text[a:b] for a, b in tag_spans(text)] == re.findall(r"<answer>(.*?)</answer>", text, re.S)
 
 
 MEGABYTE = ("The answer is (B) because 12 * 7 = 84. " * 30000)[: 2**20]

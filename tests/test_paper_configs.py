@@ -128,7 +128,7 @@ def filled_cache(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def offline_hub(monkeypatch, filled_cache):
-    """The papers' models are Hub ids and this machine is offline: HF_HUB_OFFLINE=1 (README) says
+    """The papers' models are Hub ids and this machine is offline: HF_HUB_OFFLINE=1 (docs/fetching.md) says
     to take them from the Hugging Face cache, which the pre-flight finds filled (test_preflight.py
     builds it in the libraries' layout)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

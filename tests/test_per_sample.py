@@ -5,6 +5,7 @@ first did: the same weights, an empty AdamW state, the lr schedule at its first 
 import torch
 
 from ttrl_bench.adaptation import grpo
+from ttrl_bench.adaptation import trainer as trainer_module
 from ttrl_bench.adaptation.per_sample import adapt_each_sample
 from ttrl_bench.adaptation.presets import resolve_method
 from ttrl_bench.datasets.prepare import load_manifest
@@ -25,7 +26,7 @@ def test_one_trainer_adapts_every_sample_from_the_same_start(scene_data, tiny_mo
     AdamW state and the schedule's first lr; and the third sample ends exactly where a trainer built
     for it alone ends (the same weights after 2 steps: optimizer, schedule and seed all reset)."""
     built, starts, ends = [], [], []
-    init, train = grpo.TestTimeGRPOTrainer.__init__, grpo.TestTimeGRPOTrainer.train
+    init, train = trainer_module.TestTimeGRPOTrainer.__init__, trainer_module.TestTimeGRPOTrainer.train
 
     def counting_init(self, *args, **kwargs):
         built.append(1)
@@ -38,8 +39,8 @@ def test_one_trainer_adapts_every_sample_from_the_same_start(scene_data, tiny_mo
         ends.append((_weights(self.model), [h["learning_rate"] for h in self.state.log_history if "learning_rate" in h]))
         return out
 
-    monkeypatch.setattr(grpo.TestTimeGRPOTrainer, "__init__", counting_init)
-    monkeypatch.setattr(grpo.TestTimeGRPOTrainer, "train", recording_train)
+    monkeypatch.setattr(trainer_module.TestTimeGRPOTrainer, "__init__", counting_init)
+    monkeypatch.setattr(trainer_module.TestTimeGRPOTrainer, "train", recording_train)
     samples = load_manifest(scene_data, "test").head(3)
     # seeded random rewards: nonzero advantages, so the update depends on the rollouts sampled (the seed)
     spec = {**resolve_method("vr-ttrl", HP), "reward": "random", "reward_params": {"seed": 0}}

@@ -3,7 +3,7 @@ shapes (widths, vocabularies, placeholder ids, image-token counts; models/real_w
 language and one vision layer, run through the project's own commands (`ttrl-bench adapt` under the
 rules' 2-process `accelerate launch`, `adapt-per-sample`, `evaluate`; TTRV, ECHO, VR-TTRL). They check what the tiny models
 cannot: real vocabulary sizes and placeholder ids (rollouts free of them: the trainer refuses any,
-grpo.refuse_placeholders), the published image-token counts, a rollout group split across two
+trainer.refuse_placeholders), the published image-token counts, a rollout group split across two
 processes, dtypes end to end (fp32 master weights, a bf16 checkpoint and its config, bf16 evaluation).
 
 The `rehearsal` tests take minutes: they are left out of the default `pytest` run and run by CI as a
@@ -74,8 +74,9 @@ def test_published_layout_tokenizer_and_image_token_counts():
     """The rehearsal's tokenizers hold the published ids, and the real processors give the published
     image-token counts: InternVL3 at 896 px is 2x2 tiles + a thumbnail of 448 px, each (448/14/2)^2 =
     256 tokens: 1,280; Qwen2.5-VL at 896 px is (896/14)^2 patches merged 2x2: 1,024 (840 px: 900)."""
-    from ttrl_bench.models.families import chat_template, family, unsampleable_token_ids
-    from ttrl_bench.plan.memory import model_config
+    from ttrl_bench.models.families import unsampleable_token_ids
+    from ttrl_bench.models.tiny_families import chat_template, family
+    from ttrl_bench.models.configs import model_config
 
     corpus = ["What digit is shown? Answer with the option's letter.", "A. seven B. three C. one D. nine"]
     counts = {}

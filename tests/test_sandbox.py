@@ -179,7 +179,7 @@ def test_t3rl_stops_at_start_up_where_the_sandbox_cannot_start(monkeypatch):
     """No silent fallback: where bwrap fails (here: a binary that exits 1, as bwrap does without
     user namespaces), building the arithmetic verifier raises, naming the kernel feature and the
     setting that needs no sandbox; the null verifier still builds."""
-    monkeypatch.setattr(sandbox, "bwrap_binary", lambda: "/bin/false")
+    monkeypatch.setattr(sandbox._run, "bwrap_binary", lambda: "/bin/false")
     check_sandbox.cache_clear()
     try:
         with pytest.raises(SandboxUnavailable, match="user namespaces.*verifier: null"):

@@ -12,7 +12,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from ttrl_bench.adaptation.grpo import adapt, batch_layout, fit_to_samples, grpo_config, per_round_schedule, steps_per_round
+from ttrl_bench.adaptation.config import grpo_config
+from ttrl_bench.adaptation.grpo import adapt
+from ttrl_bench.adaptation.layout import batch_layout, fit_to_samples
+from ttrl_bench.adaptation.verl_update import per_round_schedule, steps_per_round
 from ttrl_bench.adaptation.presets import resolve_method
 from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.datasets.sampling import select_adaptation_samples

@@ -9,14 +9,11 @@ import math
 import pytest
 import torch
 
-from ttrl_bench.adaptation import grpo
-from ttrl_bench.adaptation.grpo import (
-    GroupReward,
-    clamped_reference,
-    grpo_config,
-    k3_roots,
-    verl_group_advantages,
-)
+from ttrl_bench.adaptation import grpo, reward_bridge
+from ttrl_bench.adaptation import trainer as trainer_module
+from ttrl_bench.adaptation.config import grpo_config
+from ttrl_bench.adaptation.reward_bridge import GroupReward
+from ttrl_bench.adaptation.verl_update import check_verl_update, clamped_reference, k3_roots, verl_group_advantages
 from ttrl_bench.adaptation.presets import VERL_UPDATE, resolve_method
 from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.datasets.sampling import select_adaptation_samples
@@ -76,7 +73,7 @@ def test_the_verl_advantages_skip_the_2_to_the_minus_16_grid():
 def _one_prompt_of_16(demo_data, tiny_model_dir, tmp_path, monkeypatch, extra_hp: dict):
     """One prompt, 16 rollouts of 2 tokens, one step, every rollout rewarded 0.35 (a stand-in reward: TTRV's
     "w/o frequency" gives a unanimous group one such value, -0.75 H); the advantages the loss receives."""
-    monkeypatch.setattr(grpo, "get_reward", lambda name, **params: Reward(lambda answers: [0.35] * len(answers)))
+    monkeypatch.setattr(reward_bridge, "get_reward", lambda name, **params: Reward(lambda answers: [0.35] * len(answers)))
     model, processor = load_model(str(tiny_model_dir), dtype="fp32")
     samples = select_adaptation_samples(load_manifest(demo_data, "test"), 1, seed=0)
     spec = resolve_method("ttrv", {"num_generations": 16, "n_votes": 16, "generation_batch_size": 16,
@@ -149,11 +146,11 @@ def test_trls_two_corrections_are_off_under_the_authors_settings(tmp_path):
     authors = grpo_config(tmp_path, {**hp, **VERL_UPDATE}, seed=0)
     assert (authors.vllm_importance_sampling_correction, authors.use_bias_correction_kl) == (False, False)
     with pytest.raises(ValueError, match="advantages"):
-        grpo.check_verl_update({"advantages": "dapo"})
+        check_verl_update({"advantages": "dapo"})
     with pytest.raises(ValueError, match="scale_rewards"):
-        grpo.check_verl_update({"advantages": "verl", "scale_rewards": "batch"})
+        check_verl_update({"advantages": "verl", "scale_rewards": "batch"})
     with pytest.raises(ValueError, match="kl_clamp"):
-        grpo.check_verl_update({"kl_clamp": -1})
+        check_verl_update({"kl_clamp": -1})
     assert set(VERL_UPDATE) <= set(resolve_method("ttrv", VERL_UPDATE)["hyperparameters"])
 
 
@@ -163,7 +160,7 @@ def _trainer(model, processor, tmp_path, hp_extra):
     hp = {**resolve_method("ttrv")["hyperparameters"], "num_generations": 2, "n_votes": 2, "generation_batch_size": 2,
           "micro_batch_size": 2, "max_completion_length": 3, "temperature": 1.0, "rollout_backend": "hf", **hp_extra}
     dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": "one"}]], "id": ["x"], "answer": ["1"]})
-    return grpo.TestTimeGRPOTrainer(model=model, reward_funcs=[GroupReward("gold", {}, 2, TASKS["math"])],
+    return trainer_module.TestTimeGRPOTrainer(model=model, reward_funcs=[GroupReward("gold", {}, 2, TASKS["math"])],
                                     args=grpo_config(tmp_path, hp, seed=0), train_dataset=dataset,
                                     processing_class=processor, n_votes=2, forbidden_token_ids=[],
                                     advantages=hp.get("advantages", "trl"), kl_clamp=hp.get("kl_clamp"))
@@ -217,7 +214,7 @@ def test_one_step_loss_and_gradient_are_verls_under_the_authors_settings(tiny_mo
     inputs = lambda b: (torch.cat([b["prompt_ids"], b["completion_ids"]], 1),
                         torch.cat([b["prompt_mask"], b["completion_mask"]], 1), 3)
     with torch.no_grad():
-        logps, _, _ = grpo.GRPOTrainer._get_per_token_logps_and_entropies(trainer, model, *inputs(_micro_batch(
+        logps, _, _ = trainer_module.GRPOTrainer._get_per_token_logps_and_entropies(trainer, model, *inputs(_micro_batch(
             processor, torch.zeros(2, 3))))
     batch = _micro_batch(processor, logps)
     reference = batch["ref_per_token_logps"].clone()
@@ -232,7 +229,7 @@ def test_one_step_loss_and_gradient_are_verls_under_the_authors_settings(tiny_mo
     assert torch.equal(batch["ref_per_token_logps"], reference)  # the buffered batch is left as it was
 
     def verl():
-        logp, _, _ = grpo.GRPOTrainer._get_per_token_logps_and_entropies(trainer, model, *inputs(batch))
+        logp, _, _ = trainer_module.GRPOTrainer._get_per_token_logps_and_entropies(trainer, model, *inputs(batch))
         return _verl_loss(logp, batch)
 
     theirs, their_grads = loss_and_grads(verl)
@@ -252,7 +249,7 @@ def test_verl_decays_every_parameter_where_transformers_spares_biases_and_norms(
     leaves out biases and LayerNorm weights: of a Linear + LayerNorm, only the Linear's weight."""
     import torch.nn as nn
 
-    from ttrl_bench.adaptation.grpo import TestTimeGRPOTrainer
+    from ttrl_bench.adaptation.trainer import TestTimeGRPOTrainer
 
     model = nn.Sequential(nn.Linear(2, 2), nn.LayerNorm(2))
     trainer = object.__new__(TestTimeGRPOTrainer)

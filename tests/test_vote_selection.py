@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ttrl_bench.adaptation import grpo
+from ttrl_bench.adaptation import trainer as trainer_module
 from ttrl_bench.adaptation.vote_selection import balanced_partitions, trained_first_order, verl_trained_votes
 
 # Two prompts x 4 votes (prompt-major), two partitions (two prompts per round).
@@ -45,7 +45,7 @@ def test_the_trainer_permutes_a_round_so_verls_choice_is_trained():
     prompt 0's order becomes [0, 2, 1, 3] (trained 0 and 1) and prompt 1's stays [4, 5, 6, 7] (trained 4 and 6):
     the trained samples have lengths 10, 14, 12, 30."""
     trainer = SimpleNamespace(num_generations=2)
-    order = grpo.TestTimeGRPOTrainer._verl_vote_order(trainer, LENGTHS, copies=2)
+    order = trainer_module.TestTimeGRPOTrainer._verl_vote_order(trainer, LENGTHS, copies=2)
     assert order == [0, 2, 1, 3, 4, 5, 6, 7]
     assert [LENGTHS[order[i]] for i in range(0, 8, 2)] == [10, 14, 12, 30]
 

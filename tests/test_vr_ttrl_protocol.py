@@ -306,7 +306,7 @@ def test_unscorable_consensus_groups_predict_the_first_completion(monkeypatch):
     objects, every total is 0 and the paper's reading takes the first of the tied answers as the label; every
     reward is 0 against it. The vote-only prediction and the SFT-majority pseudo-label take that first
     completion, under both protocols."""
-    from ttrl_bench.adaptation import per_sample
+    from ttrl_bench.adaptation import single_sample
     from ttrl_bench.rewards import grounding
 
     first = ('<answer>[{"bbox_2d": [381, 310, 460, 336], "point_2d": [425, 275]}, {"bbox_2d": [381, 310, 460, 336]}, '
@@ -314,9 +314,10 @@ def test_unscorable_consensus_groups_predict_the_first_completion(monkeypatch):
     texts = [first, "no answer"]
     answers = [grounding.parse_objects(t) for t in texts]
     assert grounding.consensus(answers, grounding.THRESHOLDS["strict"], anti=True) == (0, [0.0, 0.0])
-    monkeypatch.setattr(per_sample, "generate_samples", lambda *a, **k: texts)
+    monkeypatch.setattr(single_sample, "generate_samples", lambda *a, **k: texts)
     hp = {"num_generations": 2, "temperature": 0.6, "max_completion_length": 8}
-    assert per_sample._vote(None, None, {"prompt": "p"}, None, hp, {"thresholds": "strict", "anti": True}, 0) == first
+    reward_params = {"thresholds": "strict", "anti": True}
+    assert single_sample.consensus_vote(None, None, {"prompt": "p"}, None, hp, reward_params, 0) == first
 
 
 def test_counting_sets_get_no_sam2(tmp_path):

@@ -28,7 +28,10 @@ from ..datasets.preprocessing import model_view
 from ..models.families import completion_logits, vision_tower
 from ..runs.processes import process_state
 from . import losses
-from .grpo import ProgressLog, freeze_vision_tower, optimizer_arguments
+from .config import optimizer_arguments
+from .grpo import freeze_vision_tower
+from .single_sample import consensus_vote, predict_greedy
+from .utils import ProgressLog
 from .weights import WeightSnapshot
 
 log = logging.getLogger(__name__)
@@ -83,14 +86,12 @@ def end_of_turn_id(model) -> int:
 
 def pseudo_answer(model, processor, row: dict, image, method: dict, seed: int, max_new_tokens: int) -> PseudoAnswer:
     """The answer the baseline trains on: the greedy one, or VR-TTRL's consensus of N rollouts."""
-    from .per_sample import _predict_greedy, _vote
-
     hp = method["hyperparameters"]
     model.eval()
     if method.get("pseudo_label") == "consensus":
-        text = _vote(model, processor, row, image, hp, method["reward_params"], seed)
+        text = consensus_vote(model, processor, row, image, hp, method["reward_params"], seed)
     else:
-        text = _predict_greedy(model, processor, row, image, max_new_tokens)
+        text = predict_greedy(model, processor, row, image, max_new_tokens)
     objective = method["objective"]
     ids, mask = tokenised(processor, text, end_of_turn_id(model), answer_only=objective != "sft")
     images = augmented_copies(image, hp["augmentations"], seed) if objective == "memo" else [image]

@@ -21,7 +21,7 @@ def plan_batch_layout(hp: dict, num_processes: int, n_samples: int) -> dict:
 
 def check_votes(hp: dict) -> int:
     """The rollouts that vote per prompt (`n_votes`, default num_generations). Each trained rollout's
-    prompt is sampled n_votes / num_generations times where it is generated (grpo.py
+    prompt is sampled n_votes / num_generations times where it is generated (trainer.py
     TestTimeGRPOTrainer._generate), so the ratio must be whole; any split of a group across processes
     then works."""
     n, n_votes = hp["num_generations"], hp.get("n_votes") or hp["num_generations"]

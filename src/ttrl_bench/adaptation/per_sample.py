@@ -12,33 +12,15 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import torch
 from PIL import Image
 from tqdm import tqdm
 
 from ..datasets.preprocessing import model_view
 from ..evaluation.tasks import GroundingTask
-from ..generation.hf import generate_greedy, generate_samples
-from ..rewards import grounding
+from .baselines import adapt_baseline
 from .grpo import TestTimeAdaptation
+from .single_sample import consensus_vote, predict_greedy
 from .weights import WeightSnapshot
-
-
-def _predict_greedy(model, processor, row: dict, image, max_new_tokens: int) -> str:
-    return generate_greedy(model, processor, [row["prompt"]], [image], max_new_tokens, 1,
-                           systems=[row.get("system")], progress=False)[0]
-
-
-def _vote(model, processor, row: dict, image, hp: dict, reward_params: dict, seed: int) -> str:
-    """Vote-only: the consensus completion of N rollouts (with the method's thresholds and reward
-    conventions) is the prediction."""
-    torch.manual_seed(seed)
-    texts = generate_samples(model, processor, row["prompt"], image, hp["num_generations"], hp["temperature"],
-                             hp["max_completion_length"], system=row.get("system"))
-    label, _ = grounding.consensus([grounding.parse_objects(t) for t in texts],
-                                   grounding.THRESHOLDS[reward_params.get("thresholds", "base")],
-                                   conventions=grounding.Conventions.from_params(reward_params))
-    return texts[label]
 
 
 def _adapter(model, processor, samples: pd.DataFrame, image_root: Path, method: dict, out_dir: Path, seed: int):
@@ -47,8 +29,6 @@ def _adapter(model, processor, samples: pd.DataFrame, image_root: Path, method: 
     finding 3). An Appendix C baseline (the preset's `objective`): its Trainer per sample (neither
     an engine nor a reference model to build)."""
     if "objective" in method:
-        from .baselines import adapt_baseline  # imported here: the baselines reuse _predict_greedy and _vote
-
         return lambda one, before: adapt_baseline(model, processor, one, image_root, method, out_dir, seed,
                                                   task=GroundingTask(), before=before)
     adaptation = None
@@ -79,11 +59,11 @@ def adapt_each_sample(model, processor, samples: pd.DataFrame, image_root: Path,
                                          weights_changed=train_log.attrs["weights_changed"],
                                          # TRL's step_time; NaN for the Appendix C objectives (no GRPO trainer)
                                          sample_step_time_s=sum(train_log.attrs.get("step_times", [float("nan")]))))
-            outputs.append(_predict_greedy(model, processor, row, image, max_new_tokens))
+            outputs.append(predict_greedy(model, processor, row, image, max_new_tokens))
             base_weights.restore(model)  # back to the base model for the next sample
         else:
-            outputs.append(_vote(model, processor, row, image, method["hyperparameters"], method["reward_params"],
-                                 seed + index))
+            outputs.append(consensus_vote(model, processor, row, image, method["hyperparameters"],
+                                          method["reward_params"], seed + index))
         seconds.append(time.perf_counter() - start)
     train_log = pd.concat(logs, ignore_index=True) if logs else pd.DataFrame()
     return outputs, train_log, seconds

@@ -270,7 +270,9 @@ def _file_images(dataset: str, items: list[dict], source: dict) -> tuple[dict, l
 
 def _hub_images(spec, items: list[dict], source: dict) -> tuple[dict, list]:
     """key -> image bytes from the entry's source rows (Hub, or its local copy); the keys not found."""
-    from .sources import ROW_READERS, ImageFiles, _column, _image_bytes, _undecoded_images, open_source
+    from .readers.images import ImageFiles, image_bytes
+    from .readers.rows import ROW_READERS
+    from .sources import _column, _undecoded_images, open_source
 
     locator = LOCATORS[spec.name]
     fields = {**spec.fields, **source.get("fields", {})}
@@ -285,7 +287,7 @@ def _hub_images(spec, items: list[dict], source: dict) -> tuple[dict, list]:
         for row in data:
             key = str(row[column]).removesuffix(locator.suffix)  # whichever way the copy spells it
             if key in wanted and key not in found:
-                found[key] = _image_bytes(row[image_column], files)
+                found[key] = image_bytes(row[image_column], files)
     else:  # the rows' own question and options, as the entry's reader gives them
         by_options: dict[tuple, list] = {}
         for index, row in enumerate(data):
@@ -301,13 +303,13 @@ def _hub_images(spec, items: list[dict], source: dict) -> tuple[dict, list]:
                         f"dataset {spec.name!r}: item {item['id']} ({relative_path(item['image_path'])}) is row {index} "
                         f"by its file name, but that row's question {question[:80]!r} is not in the item's prompt: "
                         f"the source is not the copy the authors used")
-                found[str(index)] = _image_bytes(row[image_column], files)
+                found[str(index)] = image_bytes(row[image_column], files)
             elif locator.kind == "hub-question" and read and read.get("options"):
                 by_options.setdefault(tuple(read["options"]), []).append((_norm(read["question"]), index))
         for key, item in wanted.items() if locator.kind == "hub-question" else ():
             prompt = _norm(item["prompt"])
             rows = [i for question, i in by_options.get(tuple(item_options(item["prompt"])), []) if question and question in prompt]
-            blobs = {hashlib.sha1(blob).hexdigest(): blob for blob in (_image_bytes(data[i][image_column], files) for i in rows)}
+            blobs = {hashlib.sha1(blob).hexdigest(): blob for blob in (image_bytes(data[i][image_column], files) for i in rows)}
             if len(blobs) > 1:
                 raise AuthorsItemsError(f"dataset {spec.name!r}: item {item['id']} ({relative_path(item['image_path'])}) "
                                         f"matches {len(blobs)} different images by its question and options (rows {rows})")

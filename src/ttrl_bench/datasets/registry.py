@@ -1,7 +1,8 @@
 """Dataset registry: one entry per dataset (split), named in config (`datasets:`) and by the CLI.
 
 An entry says where the data comes from, how its rows are read and how it is scored; the code
-that reads a source lives in `sources.py`, the shared preprocessing in `preprocessing.py`.
+that loads a source lives in `sources.py`, its readers in `readers/`, the shared preprocessing in
+`preprocessing.py`.
 Sources are the Hub ids public harnesses use (lmms-eval, clip-benchmark); each entry's `fields`
 (our name -> the source's column) is what those harnesses, the dataset cards and the authors'
 scripts say (read, not downloaded: this machine is offline; each entry's `evidence` names where,
@@ -27,7 +28,7 @@ class DatasetSpec:
     split: str = "test"  # the source's split; "train" marks a training set (adaptation reads its rows)
     classes: tuple[str, ...] = field(default=())
     description: str = ""
-    reader: str = ""  # how a row becomes a sample (sources.ROW_READERS); "" for bundled sets
+    reader: str = ""  # how a row becomes a sample (readers.rows.ROW_READERS); "" for bundled sets
     fields: dict = field(default_factory=dict)  # our field -> the source's column
     resize: int | None = None  # square side to resize to instead of filtering (RealWorldQA)
     prompt: str = "options"  # prompt style of TTRV Appendix C (preprocessing.VQA_PROMPTS, "texture" for DTD)
@@ -112,14 +113,14 @@ _ENTRIES = [
     # Bundled demo sets (scikit-learn's real handwritten digits).
     DatasetSpec("demo-digits", "recognition", "bundled:sklearn.datasets.load_digits", "accuracy", "Digits",
                 classes=DIGIT_NAMES, description="1,797 handwritten digits (8x8, upscaled), 4-way MCQ",
-                evidence="bundled: sklearn.datasets.load_digits (images, target), read by sources.read_digits"),
+                evidence="bundled: sklearn.datasets.load_digits (images, target), read by readers.bundled.read_digits"),
     DatasetSpec("demo-digit-scenes", "grounding", "bundled:sklearn.datasets.load_digits:scenes", "giou_ciou",
                 "Digit scenes", description="2-3 real digits on a 112 px canvas; find one by name",
-                evidence="bundled: built from sklearn.datasets.load_digits by sources.read_digit_scenes"),
+                evidence="bundled: built from sklearn.datasets.load_digits by readers.bundled.read_digit_scenes"),
     # the scenes' training split: where VR-TTRL Table 11's offline variant trains in config/cpu-methods.yaml
     DatasetSpec("demo-digit-scenes-train", "grounding", "bundled:sklearn.datasets.load_digits:scenes", "giou_ciou",
                 "Digit scenes (train)", split="train", description="the 600 training scenes of demo-digit-scenes",
-                evidence="bundled: built from sklearn.datasets.load_digits by sources.read_digit_scenes"),
+                evidence="bundled: built from sklearn.datasets.load_digits by readers.bundled.read_digit_scenes"),
     # TTRV Table 1: recognition as 4-way MCQ (Appendix A, after Gavrikov et al. 2024). Class names
     # come from the source's ClassLabel, its classnames.txt (clip-benchmark), or config
     # `data.sources.<name>.class_names` (ImageNet folders are named by WordNet id).

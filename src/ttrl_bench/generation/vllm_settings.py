@@ -6,7 +6,7 @@ rollouts run in the `vllm.LLM` that TRL 1.16 builds inside `GRPOTrainer` (coloca
 shares the GPU with training and takes only the settings `GRPOConfig` has fields for
 (`trl/generation/vllm_generation.py`: `max_num_seqs` = per-device batch x TP size x
 steps_per_generation, times n_votes / num_generations here for the vote expansion
-(adaptation/grpo.py `trl_construction_overrides`), `seed` = process index, `max_num_batched_tokens`
+(adaptation/placement.py `trl_construction_overrides`), `seed` = process index, `max_num_batched_tokens`
 = 4096, CUDA graphs on).
 """
 

@@ -1,10 +1,10 @@
 """Random-weight models of a published checkpoint's shape, built offline (issue 23's rehearsal).
 
-The architecture is the checkpoint's own config (plan/memory.py `model_config`: its config.json, or the
+The architecture is the checkpoint's own config (configs.py `model_config`: its config.json, or the
 shipped table of the papers' models) at its published widths, vocabulary and image-token counts, with
 only the depth cut (`text_layers`, `vision_layers`) so that it trains on a CPU. The tokenizer is a small
 BPE trained on `corpus`, laid out as the published one: its special tokens at the published ids
-(families.py `published_ids`, e.g. InternVL3's <IMG_CONTEXT> at 151667), unused filler tokens between,
+(tiny_families.py `published_ids`, e.g. InternVL3's <IMG_CONTEXT> at 151667), unused filler tokens between,
 the published length, so that placeholder ids, padding rows past the tokenizer and prompt lengths are
 the real ones. Saved in bf16 as the checkpoints are; loaded afterwards like a Hub id (loading.py).
 """
@@ -18,9 +18,9 @@ import torch
 from tokenizers import Tokenizer
 from transformers import PreTrainedTokenizerFast
 
-from ..plan.memory import model_config, with_layers
-from .families import chat_template, family as get_family
+from .configs import model_config, with_layers
 from .tiny import train_tokenizer
+from .tiny_families import chat_template, family as get_family
 
 
 def published_layout_tokenizer(corpus: list[str], family: str) -> PreTrainedTokenizerFast:

@@ -21,7 +21,7 @@ from tqdm import tqdm
 from transformers import PreTrainedTokenizerFast
 
 from ..datasets.registry import DIGIT_NAMES
-from .families import chat_template, family as get_family
+from .tiny_families import chat_template, family as get_family
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ def _supervised_batch(processor, rows: list[dict], images) -> dict:
 
 # Rows per warm-start step (grounding rows are ~3x longer than MCQ rows), and one grounding step
 # every GROUNDING_EVERY MCQ steps: the scenes' answer format is learnt in ~100 steps, but finding the
-# queried digit is not learnt in any number the demo can afford (README), so they get fewer.
+# queried digit is not learnt in any number the demo can afford (docs/demo.md), so they get fewer.
 # Measured on the digits: batches of 32 at lr 2e-3 name the digit right (in either form) ~85% of
 # the time after 300 steps; batches of 16 at 3e-3 learn 3x slower per sample, 4e-3 diverges.
 BATCH_SIZE = {"mcq": 32, "grounding": 8}

@@ -2,6 +2,8 @@
 
 `rules/common.smk` builds one `Plan` from Snakemake's config and keeps only glue; tests reach the
 same logic as functions (no Snakemake).
+
+Layer 7 of the plan (top): re-exports the layers' entry points (docs/DESIGN.md "The plan's layers").
 """
 
 from . import checks

@@ -1,6 +1,9 @@
 """One published cell, one config: the jobs of a paper table's cell (a model on a dataset) with the settings of
 the paper config that reruns it, and nothing else, so that its dry run, pre-flight and plan consider only them
-(`ttrl-bench cell ttrv-1 InternVL3-2B ImageNet-A`)."""
+(`ttrl-bench cell ttrv-1 InternVL3-2B ImageNet-A`).
+
+Layer 7 of the plan (top): imports no other plan module; the CLI validates and plans its config
+(docs/DESIGN.md "The plan's layers")."""
 
 from __future__ import annotations
 

@@ -1,13 +1,19 @@
 """A config as the workflow sees it: YAML files merged as Snakemake merges them, validated against
-workflow/schemas/config.schema.yaml with its defaults filled in."""
+workflow/schemas/config.schema.yaml with its defaults filled in, and its variant under another rerun
+protocol (`variant`).
+
+Layer 1 of the plan (config): imports protocols.py only (docs/DESIGN.md "The plan's layers")."""
 
 from __future__ import annotations
 
+import copy
 import functools
 from pathlib import Path
 
 import jsonschema
 import yaml
+
+from .protocols import SETTINGS, _get, _has, apply_protocol
 
 REPO = Path(__file__).resolve().parents[3]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -43,8 +49,6 @@ def schema_error(error: jsonschema.ValidationError) -> str:
 def validated(config: dict, schema_path: Path = SCHEMA) -> dict:
     """`config` checked against the schema, its defaults filled in (in place); ValueError naming
     the key of the most relevant error."""
-    from .protocols import apply_protocol
-
     apply_protocol(config)  # the protocol's keys first: the schema's defaults fill only what is left
     schema = yaml.safe_load(Path(schema_path).read_text())
     validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
@@ -89,3 +93,26 @@ def load_config(*paths: str | Path, replace: bool = True) -> dict:
         except (OSError, yaml.YAMLError) as err:
             raise ValueError(f"config file {path}: {err}") from None
     return validated(config)
+
+
+def _delete(config: dict, path: tuple[str, ...]) -> None:
+    for key in path[:-1]:
+        config = config[key]
+    del config[path[-1]]
+
+
+def variant(config: dict, name: str) -> dict:
+    """A validated config as if its `protocol` were `name`, for an experiment that names another protocol
+    (`experiments.<e>.protocols`): each key left at the config's own protocol's value (the authors' value,
+    or the schema's default under clean) takes `name`'s; a key the config set to another value keeps it.
+    A key set by hand to exactly its own protocol's value is indistinguishable from one left alone."""
+    own = config["protocol"]
+    out = copy.deepcopy(config)
+    for path, theirs, *_ in SETTINGS:
+        if not _has(out, path):
+            continue
+        left_alone = _get(out, path) == (theirs if own == "authors" else schema_default(path))
+        if left_alone:
+            _delete(out, path)  # refilled below: by `name`'s value, else the schema's default
+    out["protocol"] = name
+    return validated(out)

@@ -21,21 +21,27 @@ minutes and GPU-hours, decided from traced memory (memory.py) rather than a rule
   process, the dataloader and the Python process.
 - Minutes: traced FLOPs at the throughput the TTRV authors' own logs show (docs/ttrv-authors-logs.md:
   InternVL3-2B, 4 GPUs, update 9.4 s for 4 prompts x 16 trained rollouts of ~1,490 + 5 tokens).
+
+Layer 4 of the plan (cost: what each job needs, decided): imports memory.py and the grid layer
+(docs/DESIGN.md "The plan's layers"). `python -m ttrl_bench.plan.cost` traces the calibration points and
+ships the local trace cache (memory.py `ship_cache`).
 """
 
 from __future__ import annotations
 
 import csv
+import logging
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
 from ..models.families import freezes_vision_encoder
 from . import memory
-from .checks import layout_samples, quiet_layout, split_size
 from .grid import adaptation_samples
 from .memory import StepShape
+from .samples import layout_samples, split_size
 
 CALIBRATION = Path(__file__).parent / "data" / "calibration.csv"
 GPU_COUNTS = (1, 2, 4, 8)
@@ -303,6 +309,25 @@ def job_settings(plan, job) -> JobSettings:
     return replace(settings, freeze_vision=freezes_vision_encoder(model_type, settings.freeze_vision))
 
 
+@contextmanager
+def _quiet(logger: str):
+    log = logging.getLogger(logger)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+def quiet_layout(hp: dict, gpus: int, n_samples: int) -> dict:
+    """adaptation/layout.py's plan_batch_layout without its warnings (the job's to print, once)."""
+    from ..adaptation.layout import plan_batch_layout
+
+    with _quiet("ttrl_bench.adaptation.layout"):
+        return plan_batch_layout(hp, gpus, n_samples)
+
+
 def job_layout(plan, job):
     """`decide`'s layout for one job: (GPUs, micro-batch) -> the micro-batch its GRPO batch layout runs
     (adaptation/layout.py, as the job and the dry-run check will), raising for a layout it refuses;
@@ -327,3 +352,9 @@ def job_decision(plan, job, gpu_memory_gb: float | None = None, gpus: int | None
                   gpus=gpus or model.get("gpus"), micro_batch=model.get("micro_batch_size"), offload=model.get("offload"),
                   layout=job_layout(plan, job), job=name,
                   keys=f"models.{job.model}.gpus / .offload / .micro_batch_size")
+
+
+if __name__ == "__main__":
+    calib = calibration()
+    print(f"calibration factor {calib.factor:.3f} (training), {calib.prefill:g} (prefill); "
+          f"{memory.ship_cache()} traces in {memory.SHIPPED_TRACES}")

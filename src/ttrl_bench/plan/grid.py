@@ -1,6 +1,8 @@
 """The job grid of a config: every evaluation run (models x methods x datasets x seeds of the main
 grid plus every enabled experiment, e.g. TTRV Table 3), the adaptations they need, and each job's
-resolved settings (the method preset with the config's overrides, the evaluation options)."""
+resolved settings (the method preset with the config's overrides, the evaluation options).
+
+Layer 2 of the plan (grid: what jobs): imports the config layer only (docs/DESIGN.md "The plan's layers")."""
 
 from __future__ import annotations
 
@@ -10,8 +12,8 @@ from typing import NamedTuple
 from ..adaptation.presets import METHOD_NAMES, is_per_sample, method_task
 from ..datasets.registry import REGISTRY
 from ..evaluation.tasks import task_for
-from . import checks
-from .protocols import variant
+from .config import variant
+from .names import check_names, resolved_methods
 
 BUILD_FAMILY = {"tiny-qwen2.5-vl": "qwen2_5_vl", "tiny-internvl": "internvl"}  # models.<name>.build
 DEMO_DATASETS = ["demo-digits", "demo-digit-scenes"]  # what build_demo_model trains on
@@ -78,8 +80,8 @@ def adaptation_samples(protocol: str) -> int | None:
 
 class Plan:
     """Everything the workflow decides from a validated config (plan.config.validated) before any
-    job: constructing it runs the checks that need no file system (names, methods); checks.run_all
-    runs the rest."""
+    job: constructing it runs the checks that need no file system (names.py: names, methods);
+    checks.run_all runs the rest."""
 
     def __init__(self, config: dict, results: str = "results"):
         self.config, self.results = config, results
@@ -95,7 +97,7 @@ class Plan:
         # the main grid first: checks name its keys `adaptation.*`, the experiments' `experiments.<name>.*`
         self.blocks = [("", {"models": main_models, "methods": config["methods"], "datasets": config["datasets"]})]
         self.blocks += [(f"experiments.{name}", e) for name, e in self.experiments.items()]
-        checks.check_names(config, self.models)
+        check_names(config, self.models)
         self.datasets = sorted({d for _, b in self.blocks for d in b.get("datasets", []) + _cross_datasets(b)})
         self.task = {d: task_for(d).family for d in self.datasets}
         # The config section of a dataset's evaluation options: its task family's, or `evaluation.math`
@@ -103,14 +105,14 @@ class Plan:
         self.section = {d: "math" if REGISTRY[d].task == "math" else self.task[d] for d in self.datasets}
         self.adapting = sorted({m for _, b in self.blocks for m in b["methods"] if m != "zero-shot"})
         # every method resolved now so a wrong hyper-parameter stops the run before any job
-        self.method_specs = checks.resolved_methods(config, self.adapting)
+        self.method_specs = resolved_methods(config, self.adapting)
         self.per_sample = [m for m in self.adapting if is_per_sample(m)]
         self.grpo_methods = [m for m in self.adapting if not is_per_sample(m)]
         # each rerun protocol's config (plan/protocols.py variant) and resolved methods
         self.configs = {name: config if name == config["protocol"] else variant(config, name)
                         for name in sorted({p for _, b in self.blocks for p in self.reruns(b)})}
         self.specs_by_protocol = {name: self.method_specs if name == config["protocol"]
-                                  else checks.resolved_methods(c, self.adapting) for name, c in self.configs.items()}
+                                  else resolved_methods(c, self.adapting) for name, c in self.configs.items()}
         self.runs = self._run_grid()
         self.run_models = sorted({r.model for r in self.runs})  # what the pre-flight checks and fetch downloads
 

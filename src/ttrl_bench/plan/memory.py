@@ -26,6 +26,9 @@ checkpointed inputs and gradient temporaries kept alive through the backward); a
 what the GPU allocates (factor 1, cost.PREFILL_FACTOR).
 
 Traces are cached on disk by a hash of (model config, shape) because one takes 10 s to minutes.
+
+Layer 3 of the plan (memory: what each step holds): imports no other plan module; the model's config
+comes from models/configs.py (docs/DESIGN.md "The plan's layers").
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from ..models.configs import model_config
 
 GB = 1e9
 TRACE_VERSION = 1  # bump when the traced procedure changes: old cache entries are then ignored
@@ -82,33 +87,6 @@ class Trace:
     @classmethod
     def from_json(cls, data: dict) -> "Trace":
         return cls(**data)
-
-
-MODEL_CONFIGS = Path(__file__).parent / "data" / "model_configs.json"
-
-
-def model_config(source: str):
-    """The transformers config of `source` (a local model directory or a Hub id): its own
-    config.json from the directory or the Hugging Face cache, else offline from the shipped table of
-    the papers' models (data/model_configs.json). Raises naming the source if neither has it.
-    A copy each call: callers may edit it."""
-    return copy.deepcopy(_read_config(source))
-
-
-@lru_cache(maxsize=None)  # the plan asks per job
-def _read_config(source: str):
-    from transformers import AutoConfig
-
-    with contextlib.suppress(OSError, ValueError):
-        return AutoConfig.from_pretrained(source, local_files_only=True)
-    table = json.loads(MODEL_CONFIGS.read_text())
-    entry = table.get(table["_aliases"].get(source, source))
-    if entry is None:
-        known = ", ".join(k for k in table if not k.startswith("_"))
-        raise ValueError(f"no config.json for model {source!r}: not a local directory, not in the Hugging Face "
-                         f"cache, not in {MODEL_CONFIGS.name} (known: {known})")
-    entry = dict(entry)
-    return AutoConfig.for_model(entry.pop("model_type"), **entry)
 
 
 @lru_cache(maxsize=None)
@@ -263,23 +241,6 @@ def trace_step(config, shape: StepShape) -> Trace:
                  breakdown_gb={str(k): round(v / GB, 3) for k, v in device_peak.items() if v})
 
 
-def _layers(config) -> tuple[str, str]:
-    """The config fields holding the language model's and the vision tower's depth."""
-    vision = "num_hidden_layers" if hasattr(config.vision_config, "num_hidden_layers") else "depth"
-    return "num_hidden_layers", vision
-
-
-def with_layers(config, text_layers: int, vision_layers: int):
-    config = copy.deepcopy(config)
-    text_field, vision_field = _layers(config)
-    setattr(config.text_config, text_field, text_layers)
-    setattr(config.vision_config, vision_field, vision_layers)
-    layer_types = getattr(config.text_config, "layer_types", None)
-    if layer_types:  # one per layer: a config saved with 28 no longer loads (transformers validates it)
-        config.text_config.layer_types = list(layer_types[:text_layers])
-    return config
-
-
 def _frozen_aware_tracker():
     from torch.distributed._tools.mem_tracker import MemTracker
 
@@ -308,17 +269,10 @@ def _tower(model):
 def ship_cache() -> int:
     """Copy every trace of the local cache into the shipped data/traces.json (how the committed traces
     are regenerated: delete data/traces.json, run `ttrl-bench plan CONFIG` for the paper configs and
-    `python -m ttrl_bench.plan.memory`, which also traces the calibration points)."""
+    `python -m ttrl_bench.plan.cost`, which also traces the calibration points)."""
     shipped = json.loads(SHIPPED_TRACES.read_text()) if SHIPPED_TRACES.exists() else {}
     for path in sorted(cache_dir().glob("*.json")):
         shipped[path.stem] = json.loads(path.read_text())
     SHIPPED_TRACES.write_text(json.dumps(shipped, indent=1, sort_keys=True) + "\n")
     return len(shipped)
 
-
-if __name__ == "__main__":
-    from .cost import calibration
-
-    calib = calibration()
-    print(f"calibration factor {calib.factor:.3f} (training), {calib.prefill:g} (prefill); "
-          f"{ship_cache()} traces in {SHIPPED_TRACES}")

@@ -5,6 +5,8 @@ it there from a machine with internet (a login node) before the jobs run where t
 The dry run calls `check_cache`; `ttrl-bench fetch CONFIG` calls `fetch`. Both read the same list
 (`needs`), so what the check names is exactly what the fetch downloads. No torch, no `datasets`
 import for the check: it runs in every dry run.
+
+Layer 6 of the plan (checks): imports no other plan module (docs/DESIGN.md "The plan's layers").
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """The two named protocols of a rerun (config `protocol`), as the config keys each one sets.
 
+Layer 1 of the plan (config), its bottom: imports no other plan module (docs/DESIGN.md "The plan's layers").
+
 `authors` reproduces the TTRV authors' pipeline (Akshit21112002/TTRV @b9cf778, their verl fork) around
 the update: their chat template, their answer parser in the votes and in the evaluation, their
 evaluation budget, their metric beside plain accuracy, and verl's update without TRL's two extra
 corrections. `clean` is ours: the schema's defaults, each a stated departure (`SETTINGS`' reasons).
 A config key the config sets itself wins over its protocol's value. An experiment may run other protocols
-than the config's (`experiments.<e>.protocols`, `variant`); each runs in its own results paths
+than the config's (`experiments.<e>.protocols`, config.py `variant`); each runs in its own results paths
 (n20_random_authors beside n20_random). How each table says which protocol its cells ran:
 results/paper_tables.py `provenance_notes`.
 """
@@ -183,33 +185,6 @@ def _get(config: dict, path: tuple[str, ...]):
     for key in path:
         config = config[key]
     return config
-
-
-def _delete(config: dict, path: tuple[str, ...]) -> None:
-    for key in path[:-1]:
-        config = config[key]
-    del config[path[-1]]
-
-
-def variant(config: dict, name: str) -> dict:
-    """A validated config as if its `protocol` were `name`, for an experiment that names another protocol
-    (`experiments.<e>.protocols`): each key left at the config's own protocol's value (the authors' value,
-    or the schema's default under clean) takes `name`'s; a key the config set to another value keeps it.
-    A key set by hand to exactly its own protocol's value is indistinguishable from one left alone."""
-    import copy
-
-    from .config import schema_default, validated
-
-    own = config["protocol"]
-    out = copy.deepcopy(config)
-    for path, theirs, *_ in SETTINGS:
-        if not _has(out, path):
-            continue
-        left_alone = _get(out, path) == (theirs if own == "authors" else schema_default(path))
-        if left_alone:
-            _delete(out, path)  # refilled below: by `name`'s value, else the schema's default
-    out["protocol"] = name
-    return validated(out)
 
 
 def describe(name: str, config: dict | None = None, sections=None) -> list[str]:

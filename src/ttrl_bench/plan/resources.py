@@ -1,7 +1,10 @@
 """What each job asks its executor for (GPUs, host memory, minutes, threads) and how it starts,
 through one function (`job_request`): an adaptation job's GPUs, offload, micro-batch, host memory and
 time are the cost model's decision (cost.py: traced memory, calibrated), the config's
-`models.<name>.gpus` / `offload` / `micro_batch_size` overriding."""
+`models.<name>.gpus` / `offload` / `micro_batch_size` overriding.
+
+Layer 5 of the plan (requests: what SLURM is asked): imports cost.py, memory.py and the grid
+(docs/DESIGN.md "The plan's layers")."""
 
 from __future__ import annotations
 

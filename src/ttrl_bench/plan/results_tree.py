@@ -1,7 +1,9 @@
 """One results tree per config: a run records the config files it was given in
 `results/config_files.json`, and a run of other config files in the same directory stops before
 any job (its store, tables and figures would replace the first config's). Another config runs in
-its own directory: `snakemake --directory runs/<name> --configfile ...` (issue 26 point 5)."""
+its own directory: `snakemake --directory runs/<name> --configfile ...` (issue 26 point 5).
+
+Layer 6 of the plan (checks): imports no other plan module (docs/DESIGN.md "The plan's layers")."""
 
 from __future__ import annotations
 

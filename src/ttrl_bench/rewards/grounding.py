@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from ..evaluation.extraction import tag_spans
+from .tags import tag_spans
 
 # `vision_reasoner_format_reward`'s fullmatch of <think>.*?</think>\s*<answer>.*?</answer> holds when
 # the text starts with <think>, ends with </answer> and between them has </think>, blanks, <answer>

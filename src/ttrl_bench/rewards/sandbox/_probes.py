@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import sandbox as box
+from . import _run as box
 
 # What a rollout could try (issues 25, 37): replace the audit hook's code through gc.get_objects(),
 # prove it is off (the hook refuses writes, /tmp allows them), then reach out; each attempt's result.

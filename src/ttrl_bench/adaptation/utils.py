@@ -1,0 +1,82 @@
+"""Utilities of a GRPO adaptation run apart from the trainer: the per-step progress log (a Trainer
+callback), saving the adapted weights in the checkpoint's dtype with a config.json that says so, and
+the messages for running out of GPU memory and for failed vLLM rollouts."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from pathlib import Path
+
+import torch
+from transformers import TrainerCallback
+
+from ..models.families import parameter_count
+
+log = logging.getLogger(__name__)
+
+
+class ProgressLog(TrainerCallback):
+    """One line per optimizer step in the job's log (the trainer's own tqdm bar goes to stderr); the
+    losses are kept for run.json, and TRL's own seconds per optimizer step (`step_time`: generation
+    and training of the step, without the trainer's construction) for benchmarks/gpu.py."""
+
+    def __init__(self):
+        self.losses: list[float] = []
+        self.learning_rates: list[float] = []  # the lr each optimizer step ran at (verl logs actor/lr per round)
+        self.step_times: list[float] = []
+
+    def on_optimizer_step(self, args, state, control, optimizer=None, **kwargs):
+        self.learning_rates.append(optimizer.param_groups[0]["lr"])
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "loss" in logs:
+            self.losses.append(float(logs["loss"]))
+        if logs and "step_time" in logs:  # logging_steps=1: one optimizer step per log
+            self.step_times.append(float(logs["step_time"]))
+        if logs:
+            log.info("step %d/%d %s", state.global_step, state.max_steps, {k: round(v, 4) for k, v in logs.items() if isinstance(v, float)})
+
+
+def out_of_memory_message(model, hp: dict, err: Exception) -> str:
+    free, total = torch.cuda.mem_get_info() if torch.cuda.is_available() else (0, 0)
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "this device"
+    return (
+        f"out of GPU memory adapting a {parameter_count(model) / 1e9:.2f}B-parameter model on {device} "
+        f"({total / 2**30:.0f} GiB): {err}\nLower adaptation.hyperparameters.<task>.micro_batch_size (now "
+        f"{hp.get('micro_batch_size') or hp['num_generations']}) or generation_batch_size (now "
+        f"{hp.get('generation_batch_size') or hp['num_generations']}), keep gradient_checkpointing on, shorten "
+        "max_completion_length, or give the job more GPUs (models.<name>.gpus)."
+    )
+
+
+def vllm_rollout_failure(err: Exception) -> RuntimeError:
+    """A vLLM rollout's failure, with the way round it: colocated vLLM rollouts (what `rollout_backend: auto`
+    picks where vLLM is installed) have not run on a GPU since the trainer's rewrite; transformers' generate has."""
+    return RuntimeError(f"vLLM rollouts failed ({type(err).__name__}: {err}); set adaptation.rollout_backend: hf "
+                        "(transformers' generate, slower, the path the CPU tests run) and rerun")
+
+
+def save_adapted(trainer, processor, out: Path, dtype: torch.dtype) -> None:
+    """The adapted weights in the checkpoint's own dtype (what evaluation loads), gathered whole from
+    however many processes hold shards of them."""
+    state = trainer.accelerator.get_state_dict(trainer.model)  # every process takes part
+    if trainer.accelerator.is_main_process:
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        model.save_pretrained(out, state_dict={k: v.to(dtype) for k, v in state.items()})
+        save_config_dtype(model.config, out, dtype)
+        processor.save_pretrained(out)
+    trainer.accelerator.wait_for_everyone()
+
+
+def save_config_dtype(config, out: Path, dtype: torch.dtype) -> None:
+    """config.json saying `dtype`, the tensors' dtype: `save_pretrained` writes the in-memory model's
+    dtype (transformers 5.23 modeling_utils.py:3433), fp32 for master weights, and `dtype="auto"`
+    (evaluation, vLLM) would load a bf16 checkpoint in fp32 (issue 23 finding 1). A copy: the live
+    model keeps saying what it holds."""
+    config = copy.deepcopy(config)
+    config.dtype = dtype
+    for key in config.sub_configs:  # what from_pretrained sets on load (modeling_utils.py _get_dtype)
+        if getattr(config, key, None) is not None:
+            getattr(config, key).dtype = dtype
+    config.save_pretrained(out)

@@ -1,0 +1,120 @@
+"""Planning: `plan` (every job's GPUs, memory and hours) and `cell` (one published cell's jobs,
+cut from its paper's config)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def cmd_plan(args) -> None:
+    from ..plan import Plan, load_config
+
+    _print_plan(Plan(load_config(*args.config)), args.gpu_memory_gb, args.gpus_per_node)
+
+
+def _print_plan(plan, gpu_memory_gb, gpus_per_node) -> None:
+    from collections import Counter
+
+    from ..plan.protocols import describe
+    from ..plan.resources import EVALUATION_MINUTES, fewer_gpus, plan_table
+
+    rows, totals = plan_table(plan, gpu_memory_gb, gpus_per_node)
+
+    def shown(value, form):
+        return "-" if value is None else form.format(value)
+
+    print(f"{'job':<80} {'GPUs':>4} {'offload':>7} {'micro':>5} {'GPU peak GB':>11} {'host GB':>8} {'min':>6} {'GPU-h':>7}")
+    for r in rows:
+        minutes = "?" if r["minutes"] is None and r["rule"] in ("adapt", "adapt_per_sample") else shown(r["minutes"], "{}")
+        hours = "?" if r["gpu_hours"] is None else f"{r['gpu_hours']:.2f}"  # n_samples: all (count unknown)
+        print(f"{r['job']:<80} {r['gpus']:>4} {str(r['offload']):>7} {shown(r['micro_batch'], '{}'):>5} "
+              f"{shown(r['gpu_peak_gb'], '{:.1f}'):>11} {shown(r['host_gb'], '{:.1f}'):>8} {minutes:>6} {hours:>7}")
+    counts = Counter(r["rule"] for r in rows)
+    print(f"total: {totals['jobs']} jobs ({', '.join(f'{n} {rule}' for rule, n in counts.items())}), "
+          f"{totals['gpu_hours']} GPU-hours ({', '.join(f'{rule} {h}' for rule, h in totals['gpu_hours_by_rule'].items())}), "
+          f"{totals['node_hours']} h on one {totals['gpus_per_node']}-GPU node (perfect packing, at least the longest job)")
+    print(f"adaptation: traced and calibrated peaks and times (calibration factor {totals['factor']} training, "
+          f"{totals['prefill_factor']:g} generation prefill; plan/data/calibration.csv); evaluation: {EVALUATION_MINUTES}; "
+          "preparation: CPU, not costed (downloads depend on the network)")
+    for line in fewer_gpus(plan, gpu_memory_gb):
+        print(f"fewer GPUs: {line}")
+    for name in plan.configs:  # the config's protocol, and any an experiment names (`protocols`)
+        paths = "paths without a suffix" if name == "clean" else f"paths *_{name}"
+        where = "the config's" if name == plan.config["protocol"] else f"experiments' ({paths})"
+        print(f"protocol {name}, {where} (plan/protocols.py; a key the config sets itself wins):")
+        for line in describe(name, plan.configs[name], set(plan.section.values())):
+            print(f"  {line}")
+
+
+def cmd_cell(args) -> None:
+    """One published cell's jobs, from its paper's config: the config written, the plan, the published value and
+    the authors' log behind it, and the command that runs it in a directory of its own."""
+    import copy
+
+    import pandas as pd
+    import yaml
+
+    from ..datasets.registry import REGISTRY
+    from ..plan import Plan, validated
+    from ..plan.cells import PAPER_CONFIGS, REPO, cell_config, cell_file_name, split_table
+    from ..plan.preflight import needs
+    from ..results.author_logs import shipped_runs
+    from ..results.provenance import provenance
+    from ..results.store import PUBLISHED_CSV
+
+    paper, number = split_table(args.table)
+    source = Path(args.config or REPO / PAPER_CONFIGS[paper])
+    config = cell_config(yaml.safe_load(source.read_text()), args.table, args.model, args.dataset)
+    plan = Plan(validated(copy.deepcopy(config)))
+    out = Path(args.out or cell_file_name(args.table, args.model, args.dataset))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(f"# {args.table} {args.model} {args.dataset}: cut from {source} by `ttrl-bench cell`\n"
+                   + yaml.safe_dump(config, sort_keys=False))
+    print(f"cell config: {out}")
+    wanted, problems = needs(plan.config, plan.run_models, plan.datasets)
+    for need in wanted:  # sizes are the Hub's to tell: `ttrl-bench fetch` downloads them, offline runs read the cache
+        print(f"needs: {need.describe()}")
+    for problem in problems:
+        print(f"needs: {problem}")
+    _print_plan(plan, args.gpu_memory_gb, args.gpus_per_node)
+    published = pd.read_csv(PUBLISHED_CSV)
+    model = next(iter(plan.paper_model_names().values()))
+    dataset = next((REGISTRY[d].paper_name for d in plan.datasets if REGISTRY[d].paper_name), args.dataset)
+    cells = published[(published["paper"] == paper) & (published["table"] == number) & (published["model"] == model)
+                      & (published["dataset"] == dataset)]
+    logs = provenance(cells, shipped_runs()) if paper == "ttrv" else cells.assign(log_file=None, log_accuracy=None)
+    for _, cell in logs.iterrows():
+        log = f"; the authors' log {cell['log_file']}: {cell['log_accuracy']:.2f}" if pd.notna(cell["log_file"]) else ""
+        print(f"published: {paper} Table {number} {model} {cell['method']} {dataset} {cell['metric']} {cell['value']:.2f}{log}")
+    print(f"run it: snakemake --cores all --directory runs/{out.stem} --configfile {out.resolve()} "
+          "--replace-workflow-config (then results/tables/ in that directory show ours beside these, with the interval)")
+
+
+def _gpus() -> argparse.ArgumentParser:
+    """The options plan and cell share: the GPUs the plan decides for."""
+    gpus = argparse.ArgumentParser(add_help=False)
+    gpus.add_argument("--gpu-memory-gb", type=float, default=None, help="default: config resources.gpu_memory_gb (80)")
+    gpus.add_argument("--gpus-per-node", type=int, default=8, help="the GPUs of one node, for the node-hours total")
+    return gpus
+
+
+def _add_plan(sub) -> None:
+    p = sub.add_parser("plan", parents=[_gpus()],
+                       help="each adaptation job's GPUs, predicted GPU peak, host memory, minutes, GPU-hours")
+    p.add_argument("config", nargs="+", help="config YAML file(s), merged in order")
+    p.set_defaults(func=cmd_plan, rerun=False)  # read by a person, not a job log
+
+
+def _add_cell(sub) -> None:
+    p = sub.add_parser("cell", parents=[_gpus()],
+                       help="one published cell's jobs from its paper config: config, plan, published value")
+    p.add_argument("table", help="the paper's table, e.g. ttrv-1")
+    p.add_argument("model", help="the model, by the paper's name (InternVL3-2B) or ours")
+    p.add_argument("dataset", help="the dataset, by the paper's name (ImageNet-A) or ours")
+    p.add_argument("--config", default=None, help="the paper config to cut it from (default: the paper's, config/<paper>.yaml)")
+    p.add_argument("--out", default=None, help="where to write the cell's config (default: cells/<table>_<model>_<dataset>.yaml)")
+    p.set_defaults(func=cmd_cell, rerun=False)
+
+
+PARSERS = {"plan": _add_plan, "cell": _add_cell}
