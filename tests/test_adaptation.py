@@ -267,6 +267,54 @@ def test_vote_split_runs_through_trl(family, demo_data, tiny_model_dirs, tmp_pat
     assert list(log["votes"]) == [8, 8] and log.attrs["optimizer_steps"] == 2
 
 
+def test_a_lora_run_saves_its_adapter_and_the_base_with_it_merged(demo_data, tiny_model_dir, tmp_path):
+    """ECHO's GeoQA checkpoint is a LoRA adapter (hyperparameter `lora`): TRL trains the adapter, the job saves
+    it in lora_adapter/ and the base checkpoint with it merged. Worked by hand from the saved tensors: a
+    targeted weight is W + (alpha / r) B A (peft's LoRA), every other weight is the base's, bit for bit."""
+    import torch
+    from safetensors.torch import load_file
+
+    from ttrl_bench.adaptation.hyperparameters import lora_for_dataset
+
+    lora = lora_for_dataset({"rank": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"], "datasets": ["demo"]},
+                            "demo")
+    assert lora == {"rank": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]}
+    model, processor = load_model(str(tiny_model_dir), dtype="fp32")
+    base = {n: p.detach().clone() for n, p in model.named_parameters()}
+    samples = select_adaptation_samples(load_manifest(demo_data, "test"), 2, seed=0)
+    spec = resolve_method("random-reward", {**TWO_STEPS, "learning_rate": 1e-2, "num_generations": 8, "n_votes": 8,
+                                            "micro_batch_size": 8, "lora": lora})
+    adapted = tmp_path / "adapted"
+    log = adapt(model, processor, samples, demo_data, spec, tmp_path, seed=0, save_dtype=torch.float32,
+                save_to=adapted)
+    assert log.attrs["optimizer_steps"] == 2 and log.attrs["weights_changed"] > 0.4  # the adapter's B left zero
+    adapter = load_file(str(adapted / "lora_adapter" / "adapter_model.safetensors"))
+    merged = {n: p.detach() for n, p in load_model(str(adapted), dtype="fp32")[0].named_parameters()}
+    assert set(merged) == set(base)  # the base's names: no adapter left in the merged checkpoint
+    targeted = [n for n in base if n.endswith(("q_proj.weight", "v_proj.weight"))]
+    assert targeted
+    for name in targeted:
+        stem = "base_model.model." + name[: -len(".weight")]
+        a, b = adapter[f"{stem}.lora_A.weight"], adapter[f"{stem}.lora_B.weight"]
+        assert a.shape[0] == 4 and b.abs().sum() > 0
+        torch.testing.assert_close(merged[name], base[name] + (8 / 4) * b @ a)
+    assert all(merged[n].equal(base[n]) for n in base if n not in targeted)
+
+
+def test_lora_applies_to_its_training_sets_only():
+    from ttrl_bench.adaptation.config import lora_config
+    from ttrl_bench.adaptation.hyperparameters import lora_for_dataset
+
+    lora = {"rank": 128, "alpha": 128, "target_modules": "all-linear", "datasets": ["geoqa"]}
+    assert lora_for_dataset(lora, "geometry3k") is None and lora_for_dataset(None, "geoqa") is None
+    config = lora_config(lora_for_dataset(lora, "geoqa"))  # ECHO's GeoQA: geometry3k.sh:108-109, ppo_trainer.yaml:119
+    assert (config.r, config.lora_alpha, config.target_modules, config.bias) == (128, 128, "all-linear", "none")
+    with pytest.raises(ValueError, match="resolved per training set"):
+        lora_config(lora)
+    with pytest.raises(ValueError, match="needs rank, alpha and datasets"):
+        lora_for_dataset({"rank": 8, "datasets": ["geoqa"]}, "geoqa")
+
+
 def test_a_bf16_checkpoint_adapted_at_the_papers_lr_changes_its_weights(demo_data, tiny_model_dir, tmp_path):
     """gpu-probe.md: a bf16 checkpoint trained in bf16 at lr 5e-7 changed 0.26% of its weights (the
     update is far below bf16's resolution: ~1e-4 at 0.02). Loaded as fp32 master weights, 2 AdamW

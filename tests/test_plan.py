@@ -122,6 +122,24 @@ def test_adaptation_requests_are_the_cost_models_decision():
     assert job_method_settings(vr, job)["hyperparameters"]["micro_batch_size"] == 2
 
 
+def test_echo_authors_trains_a_lora_adapter_on_geoqa_only():
+    """ECHO under `authors`: GeoQA's checkpoint is a LoRA adapter (standalone_inference.py:22), rank and alpha 128
+    (geometry3k.sh:108-109, commented out), verl's all-linear targets; Geometry3k trains fully. The GeoQA job's
+    method carries the resolved adapter, its memory plan has no second (reference) model, and it fits one GPU
+    where the full update needs 4."""
+    from ttrl_bench.plan.cost import job_settings
+
+    echo = paper("echo.yaml")
+    jobs = {(j.model, j.dataset): j for j in echo.jobs() if j.rule == "adapt" and j.method == "echo"}
+    geoqa, geometry = jobs["qwen2.5-vl-7b", "geoqa"], jobs["qwen2.5-vl-7b", "geometry3k"]
+    assert job_method_settings(echo, geoqa)["hyperparameters"]["lora"] == {"rank": 128, "alpha": 128,
+                                                                           "target_modules": "all-linear"}
+    assert job_method_settings(echo, geometry)["hyperparameters"]["lora"] is None
+    assert (job_settings(echo, geoqa).lora_rank, job_settings(echo, geoqa).reference) == (128, False)
+    assert (job_settings(echo, geometry).lora_rank, job_settings(echo, geometry).reference) == (0, True)
+    assert (job_request(echo, geoqa).gpus, job_request(echo, geometry).gpus) == (1, 4)
+
+
 def test_evaluation_and_conversion_ask_for_the_weights_on_the_host():
     """8 GB + 4 bytes per parameter (the parameter count from the model's config on the meta device):
     InternVL3-8B 8000 + 4 x 7944.37 = 39778 MB; InternVL2.5-4B 8000 + 4 x 3712.64 = 22851 MB.

@@ -215,3 +215,23 @@ def test_the_trace_of_a_trainable_adapter_holds_qwens_merger_and_keeps_earlier_k
     # a trainable tower has no separate adapter: the flag leaves the key alone
     whole = cost.replace(frozen, trainable_vision=True)
     assert memory.trace_key(qwen, whole) == memory.trace_key(qwen, cost.replace(whole, trainable_adapter=True))
+
+
+def test_a_lora_step_traces_the_adapter_alone_as_trainable():
+    """ECHO's GeoQA adapter (hyperparameter `lora`): the trace injects peft's LoRA layers and trains them alone.
+    Qwen2.5-VL-7B cut to 2 language and 2 vision layers, rank 8 on every linear layer but the head: r x (in +
+    out) per layer. Vision block: qkv 1280->3840, proj 1280->1280, gate/up 1280->3420, down 3420->1280:
+    8 x (5120 + 2560 + 3 x 4700) = 174,240; merger 5120->5120, 5120->3584: 8 x (10240 + 8704) = 151,552; language
+    layer: q, o 3584->3584, k, v 3584->512, gate/up 3584->18944, down 18944->3584: 8 x (2 x 7168 + 2 x 4096 + 3 x
+    22528) = 720,896. Total 2 x 174,240 + 151,552 + 2 x 720,896 = 1,941,824; no AdamW state but theirs."""
+    from ttrl_bench.models.configs import model_config, with_layers
+
+    config = with_layers(model_config("Qwen/Qwen2.5-VL-7B-Instruct"), 2, 2)
+    shape = StepShape(sequences=2, prompt_tokens=16, image_tokens=64, new_tokens=16, lora_rank=8)
+    full = memory.trace_step(config, cost.replace(shape, lora_rank=0))
+    lora = memory.trace_step(config, shape)
+    assert lora.trainable == 2 * 174_240 + 151_552 + 2 * 720_896 == 1_941_824
+    assert lora.parameters == full.parameters + lora.trainable
+    # AdamW's two fp32 moments of the adapter alone (full: of all 1.64e9 weights)
+    assert lora.breakdown_gb["_MemRefType.OPT"] == pytest.approx(2 * 4 * 1_941_824 / memory.GB, abs=1e-3)
+    assert memory.trace_key(config, shape) != memory.trace_key(config, cost.replace(shape, lora_rank=0))

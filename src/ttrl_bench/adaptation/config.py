@@ -1,7 +1,8 @@
 """The trainer's arguments: `grpo_config` builds TRL's GRPOConfig from a preset's hyper-parameters,
 `optimizer_arguments` the TrainingArguments every adaptation shares (GRPO and the Appendix C
 baselines), `forbidden_token_kwargs` the sampling arguments that keep placeholder tokens out of
-rollouts, and `rollout_backend` the rollout engine (vLLM or transformers' generate)."""
+rollouts, `rollout_backend` the rollout engine (vLLM or transformers' generate), and `lora_config` the
+peft adapter TRL trains instead of the whole model where a preset asks for one."""
 
 from __future__ import annotations
 
@@ -90,3 +91,17 @@ def forbidden_token_kwargs(backend: str, token_ids: list[int], tokenizer_size: i
 def rollout_backend(choice: str) -> str:
     """vLLM rollouts (colocated with the trainer) or transformers' generate; see choose_backend."""
     return choose_backend(choice, "adaptation.rollout_backend")
+
+
+def lora_config(lora: dict | None):
+    """peft's LoraConfig for a job's resolved `lora` (lora_for_dataset), as the ECHO authors' verl builds it
+    (fsdp_workers.py:315-323: causal LM, rank, alpha, target modules, no bias); None: no adapter."""
+    if lora is None:
+        return None
+    if "datasets" in lora:
+        raise ValueError("adaptation.hyperparameters.<task>.lora is resolved per training set (lora_for_dataset, "
+                         "plan/resources.py job_method_settings) before the trainer: give --method-json the job's")
+    from peft import LoraConfig, TaskType
+
+    return LoraConfig(task_type=TaskType.CAUSAL_LM, r=lora["rank"], lora_alpha=lora["alpha"],
+                      target_modules=lora.get("target_modules", "all-linear"), bias="none")

@@ -34,7 +34,7 @@ from ..models.families import (
     ttrv_logged_temperature,
     unsampleable_token_ids,
 )
-from .config import forbidden_token_kwargs, grpo_config, rollout_backend
+from .config import forbidden_token_kwargs, grpo_config, lora_config, rollout_backend
 from .layout import check_votes, fit_to_samples
 from .reward_bridge import GroupReward
 from .trainer import TestTimeGRPOTrainer
@@ -137,6 +137,7 @@ class TestTimeAdaptation:
             decay_every_parameter=hp.get("decay_every_parameter", False),
             trained_votes=hp.get("trained_votes", "first"),
             token_confidence=hp.get("token_confidence", "top_k"),
+            peft_config=lora_config(hp.get("lora")),  # TRL wraps the model; its reference: the adapter off
         )
         self.reward.policy = (model, processor)
         if backend == "vllm":  # TRL 1.16 + vLLM expand image placeholders twice (huggingface/trl 6294, 6401)

@@ -1,6 +1,7 @@
 """The hyper-parameter blocks of the method presets (presets.py), each with where its numbers come from:
 TTRV's (the authors' run logs, and Appendix A), VR-TTRL's, ECHO's, the VR-TTRL Appendix C.1 baselines', verl's
-update in TRL's trainer (`VERL_UPDATE`) and the keys every preset accepts (`OPTIONAL_HYPERPARAMETERS`)."""
+update in TRL's trainer (`VERL_UPDATE`), the keys every preset accepts (`OPTIONAL_HYPERPARAMETERS`), and
+`lora_for_dataset`, which resolves a LoRA adapter per training set."""
 
 from __future__ import annotations
 
@@ -152,11 +153,12 @@ VR_TTRL_HYPERPARAMETERS = {
 #   `delta` 3.0 (grpo_trainer.py: the ratio capped at delta), as TTRV_HYPERPARAMETERS above;
 # - token confidence and votes: `token_confidence` "sampled" and `answer_parser` "boxed" (adaptation/echo.py,
 #   evaluation/math_answers.py).
-# Not built: the GeoQA cells' LoRA adapter (standalone_inference.py:22, lora_adapter at global_step_654; the
-# scripts' `lora_rank=128` / `lora_alpha=128` lines are commented out, geometry3k.sh:108-109, so only the
-# GeoQA run is known to be LoRA). TRL takes a peft LoraConfig (GRPOTrainer `peft_config`), but peft is not
-# installed here and the adapter's target modules are not in their code (verl's default "all-linear",
-# ppo_trainer.yaml); GeoQA trains fully under both protocols.
+# - the GeoQA cells' LoRA adapter (`lora`, adaptation/config.py): their evaluation loads a LoRA adapter of the
+#   GeoQA run (standalone_inference.py:22, .../geoQA-Qwen2.5-VL-7B/.../global_step_654/actor/lora_adapter); its
+#   rank and alpha are the scripts' commented-out `lora_rank=128` / `lora_alpha=128` (geometry3k.sh:108-109),
+#   its targets verl's default `target_modules: all-linear` (ppo_trainer.yaml:119), applied as their verl
+#   applies it (fsdp_workers.py:311-323: peft's get_peft_model, bias "none"); the reference is the model with
+#   the adapter off, as TRL does for a peft model. Geometry3k trains fully (its checkpoint is not an adapter).
 ECHO_HYPERPARAMETERS = {
     "learning_rate": 5e-7,
     "lr_scheduler": "cosine",
@@ -222,4 +224,23 @@ OPTIONAL_HYPERPARAMETERS = {
     # stochastic depth in the vision encoder's training forward (models/families.py): a rate, or "checkpoint" for
     # the original checkpoint's (plan/resources.py resolves it per model); none unless set
     "vision_drop_path",
+    # a LoRA adapter trained instead of the full model (adaptation/config.py lora_config): {rank, alpha,
+    # target_modules, datasets: the training sets it applies to}; none unless set (ECHO's `authors`: GeoQA)
+    "lora",
 }
+
+
+LORA_KEYS = {"rank", "alpha", "target_modules", "datasets"}
+
+
+def lora_for_dataset(lora: dict | None, dataset: str) -> dict | None:
+    """Hyperparameter `lora` for one adaptation job: its adapter settings where `dataset` (the training set) is
+    one of `lora["datasets"]`, else None (full fine-tuning). ECHO's `authors` protocol trains GeoQA's adapter
+    and Geometry3k's full model (the comment above ECHO_HYPERPARAMETERS)."""
+    if lora is None:
+        return None
+    unknown = set(lora) - LORA_KEYS
+    if unknown or not {"rank", "alpha", "datasets"} <= set(lora):
+        raise ValueError(f"adaptation.hyperparameters.<task>.lora = {lora!r}: needs rank, alpha and datasets "
+                         f"(target_modules optional); unknown: {sorted(unknown)}")
+    return {k: v for k, v in lora.items() if k != "datasets"} if dataset in lora["datasets"] else None

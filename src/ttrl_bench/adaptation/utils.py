@@ -59,14 +59,34 @@ def vllm_rollout_failure(err: Exception) -> RuntimeError:
 
 def save_adapted(trainer, processor, out: Path, dtype: torch.dtype) -> None:
     """The adapted weights in the checkpoint's own dtype (what evaluation loads), gathered whole from
-    however many processes hold shards of them."""
+    however many processes hold shards of them. A LoRA run (hyperparameter `lora`) saves its adapter in
+    out/lora_adapter, as the ECHO authors' checkpoint holds one, and beside it the base checkpoint with the
+    adapter merged by peft, which evaluation loads like any other."""
+    from peft import PeftModel
+
     state = trainer.accelerator.get_state_dict(trainer.model)  # every process takes part
     if trainer.accelerator.is_main_process:
         model = trainer.accelerator.unwrap_model(trainer.model)
+        if isinstance(model, PeftModel):
+            model = merged_lora(model, state, out / "lora_adapter")
+            state = model.state_dict()
         model.save_pretrained(out, state_dict={k: v.to(dtype) for k, v in state.items()})
         save_config_dtype(model.config, out, dtype)
         processor.save_pretrained(out)
     trainer.accelerator.wait_for_everyone()
+
+
+def merged_lora(model, state: dict, adapter_dir: Path):
+    """Save the adapter of a peft model from its gathered `state` (FSDP2 shards gathered by accelerate), then
+    load the base checkpoint again on the host and merge the saved adapter into it with peft
+    (merge_and_unload): the merge never touches the training processes' sharded weights."""
+    from peft import PeftModel, get_peft_model_state_dict
+
+    from ..models.loading import load_model
+
+    model.save_pretrained(adapter_dir, state_dict=get_peft_model_state_dict(model, state_dict=state))
+    base, _ = load_model(model.peft_config["default"].base_model_name_or_path, device="cpu", dtype="fp32")
+    return PeftModel.from_pretrained(base, adapter_dir).merge_and_unload()
 
 
 def save_config_dtype(config, out: Path, dtype: torch.dtype) -> None:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
+from ..adaptation.hyperparameters import lora_for_dataset
 from ..models.families import freezes_vision_encoder
 from . import memory
 from .grid import adaptation_samples
@@ -80,6 +81,8 @@ class JobSettings:
     generation_batch: int | None = None  # sequences HF generate decodes at once (None: one prompt's group)
     per_sample: bool = False  # VR-TTRL: the weights restored before every sample (WeightSnapshot)
     vllm_share: float = 0.0  # GPU share of a colocated vLLM engine (adaptation.vllm.gpu_memory_utilization)
+    lora_rank: int = 0  # a LoRA adapter trains instead of the weights (hyperparameter `lora`, resolved per job)
+    lora_targets: str = "all-linear"
 
     @classmethod
     def from_preset(cls, hyperparameters: dict, n_samples: int, per_sample: bool = False, **extra) -> "JobSettings":
@@ -101,7 +104,8 @@ class JobSettings:
         return StepShape(sequences=sequences, prompt_tokens=self.prompt_tokens, image_tokens=self.image_tokens,
                          new_tokens=self.new_tokens, fp32_master=self.fp32_master,
                          trainable_vision=not self.freeze_vision, trainable_adapter=bool(self.freeze_vision),
-                         gradient_checkpointing=self.gradient_checkpointing, kind=kind)
+                         gradient_checkpointing=self.gradient_checkpointing, kind=kind,
+                         lora_rank=self.lora_rank, lora_targets=self.lora_targets)
 
 
 @dataclass(frozen=True)
@@ -306,7 +310,14 @@ def job_settings(plan, job) -> JobSettings:
                                        vllm_share=share)
     # "authors" freezes by family (models/families.py), known from the model's config
     model_type = memory.model_config(model_source(plan, job.model)).model_type
-    return replace(settings, freeze_vision=freezes_vision_encoder(model_type, settings.freeze_vision))
+    settings = replace(settings, freeze_vision=freezes_vision_encoder(model_type, settings.freeze_vision))
+    lora = lora_for_dataset(spec["hyperparameters"].get("lora"), job.dataset)
+    if lora is None:
+        return settings
+    # a peft model's KL reference is itself with the adapter off (TRL): no second model
+    targets = lora.get("target_modules", "all-linear")
+    return replace(settings, lora_rank=lora["rank"], reference=False,
+                   lora_targets=targets if isinstance(targets, str) else ",".join(targets))
 
 
 @contextmanager

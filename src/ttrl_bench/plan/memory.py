@@ -69,6 +69,10 @@ class StepShape:
     # Left out of the cache key when False, and for a family whose adapter sits outside the tower
     # (InternVL's projector trains either way), so the traces of earlier shapes stay valid.
     trainable_adapter: bool = False
+    # A LoRA adapter of this rank on these modules trains instead of the weights (adaptation/config.py
+    # lora_config); 0: none. Both left out of the cache key when 0.
+    lora_rank: int = 0
+    lora_targets: str = "all-linear"  # peft's target_modules, a list joined by commas
 
     def __post_init__(self):
         if self.kind not in ("train", "prefill"):
@@ -111,7 +115,28 @@ def _key_shape(config, shape: StepShape) -> dict:
     fields = asdict(shape)
     if not (shape.trainable_adapter and not shape.trainable_vision and adapter_in_vision_tower(config.model_type)):
         del fields["trainable_adapter"]
+    if not shape.lora_rank:
+        del fields["lora_rank"], fields["lora_targets"]
     return fields
+
+
+def _inject_lora(model, shape: StepShape) -> None:
+    """peft's LoRA layers injected in place (what TRL's get_peft_model does to the policy), the base weights
+    frozen. peft moves each new layer to its base layer's device and dtype with `.to()`, which cannot swap
+    fake parameters (the trap of the model build above); under fake mode every layer is already on the CPU
+    in the build's dtype, so `.to()` is made the identity while peft injects."""
+    from unittest import mock
+
+    import torch
+    from peft import LoraConfig, inject_adapter_in_model
+
+    targets = shape.lora_targets if shape.lora_targets == "all-linear" else shape.lora_targets.split(",")
+    with mock.patch.object(torch.nn.Module, "to", lambda module, *args, **kwargs: module):
+        inject_adapter_in_model(LoraConfig(r=shape.lora_rank, lora_alpha=shape.lora_rank, target_modules=targets,
+                                           bias="none"), model)
+    for name, param in model.named_parameters():
+        param.requires_grad_("lora_" in name)
+    model.enable_input_require_grads()  # as TRL for a peft model under gradient checkpointing
 
 
 def trace_key(config, shape: StepShape) -> str:
@@ -190,16 +215,19 @@ def trace_step(config, shape: StepShape) -> Trace:
     started = time.time()
     dtype = torch.float32 if shape.fp32_master else torch.bfloat16
     model, mode = build_fake(config, dtype)
-    parameters = sum(p.numel() for p in model.parameters())
     train = shape.kind == "train"
     tower = _tower(model)
     with mode:
-        if train:
+        if shape.lora_rank:
+            _inject_lora(model, shape)
+        parameters = sum(p.numel() for p in model.parameters())
+        if train and not shape.lora_rank:
             if not shape.trainable_vision:
                 if shape.trainable_adapter:
                     freeze_vision_encoder(model)
                 else:
                     tower.requires_grad_(False)
+        if train:
             model.train()  # transformers checkpoints layers only in training mode
             if shape.gradient_checkpointing:
                 # reentrant: the checkpointed forward runs under no_grad. With the non-reentrant kind,

@@ -145,6 +145,12 @@ SETTINGS = [
     (("adaptation", "hyperparameters", "math", "n_votes"), 32,
      "geometry3k.sh:27-28 N_VOTES_PER_PROMPT=32 = N_SAMPLES_PER_PROMPT=32: every vote trained",
      64, "ECHO Table 5: 64 rollouts vote, 32 are trained"),
+    (("adaptation", "hyperparameters", "math", "lora"),
+     {"rank": 128, "alpha": 128, "target_modules": "all-linear", "datasets": ["geoqa"]},
+     "standalone_inference.py:22: their GeoQA cells load a LoRA adapter (geoQA-Qwen2.5-VL-7B/.../global_step_654/"
+     "actor/lora_adapter); rank and alpha the scripts' commented-out lora_rank=128 / lora_alpha=128 "
+     "(geometry3k.sh:108-109), targets verl's default all-linear (ppo_trainer.yaml:119); Geometry3k's run is full",
+     None, "full fine-tuning of every training set, as ECHO Appendix A.3 describes (no adapter named)"),
     (("adaptation", "hyperparameters", "math", "generation_batch_size"), 8 * 32,
      "geometry3k.sh:26 DATA_TRAIN_BATCH_SIZE=8 prompts x 32 rollouts a round (their checkpoint global_step_1310 = "
      "floor(2,101 / 8) x 5 epochs)",

@@ -13,6 +13,7 @@ import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..adaptation.hyperparameters import lora_for_dataset
 from ..models.families import original_vision_drop_path
 from ..runs.launch import launcher
 from . import memory
@@ -133,6 +134,8 @@ def job_method_settings(plan: Plan, job: Job) -> dict:
     if hp.get("vision_drop_path") == "checkpoint":  # the original checkpoint's rate, per model (models/families.py)
         entry = plan.models[job.model]
         hp["vision_drop_path"] = original_vision_drop_path(entry.get("convert_from") or entry["source"])
+    if "lora" in hp:  # the adapter of this job's training set, or none (adaptation/config.py)
+        hp["lora"] = lora_for_dataset(hp["lora"], job.dataset)
     micro_batch = job_request(plan, job).micro_batch
     if micro_batch is not None:
         hp["micro_batch_size"] = micro_batch
