@@ -226,3 +226,31 @@ def test_import_author_logs_command_writes_both_files_or_refuses(tmp_path, caplo
     (logs / "cut.log").write_bytes(b"\n".join(EXCERPT.read_bytes().split(b"\n")[:20]))
     assert main(["import-author-logs", str(tmp_path / "verl"), "--out-dir", str(tmp_path / "out")]) == 1
     assert "cut.log:1: " in caplog.text
+
+
+# --- provenance flags at their boundaries (issue 39) ----------------------------------------------------------
+
+def test_collapsed_is_a_drop_of_more_than_10_points():
+    """final < initial - 10: 60 -> 50 (exactly 10 points) is not collapsed, 60 -> 49.99 is; a gain never is."""
+    from ttrl_bench.results.provenance import log_runs
+
+    runs = pd.DataFrame({"file": ["a.log", "b.log", "c.log"], "model": "InternVL3-2B", "dataset": "ai2d",
+                         "initial_acc": [60.0, 60.0, 60.0], "final_acc": [50.0, 49.99, 75.0]})
+    assert log_runs(runs)["collapsed"].tolist() == [False, True, False]
+
+
+@pytest.mark.parametrize("value, published, how", [
+    (62.1986, 62.19, "truncated"),  # ImageNet-S InternVL3-2B zero-shot: the paper truncates
+    (62.1986, 62.20, "rounded"),
+    (62.1986, 62.18, None),
+    (67.92, 67.92, "rounded"),  # both readings agree: rounded first
+    (67.74999999999999, 67.75, "rounded"),  # 271/400 in binary: the 1e-9 keeps truncation at 67.75 too
+    (67.7599, 67.75, "truncated"),
+    (float("nan"), 67.75, None),
+])
+def test_a_published_value_matches_a_log_truncated_or_rounded_to_two_decimals(value, published, how):
+    from ttrl_bench.results.provenance import _matches, _two_decimals
+
+    assert _matches(value, published) == how
+    assert _two_decimals(67.74999999999999) == (67.75, 67.75)
+    assert _two_decimals(62.1986) == (62.19, 62.2)

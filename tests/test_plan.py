@@ -418,3 +418,128 @@ def test_adaptation_samples_beyond_a_local_copys_rows_stop_the_dry_run(tmp_path,
                                          r"copy of my-quiz-3 \(quiz\) has 3 rows"):
         checks.check_sample_counts(plan)
     checks.check_sample_counts(Plan(demo_with(overlay + "adaptation: {n_samples: 3}\n")))
+
+
+# --- dry-run checks at, just under and just over their limits (issue 39) ---------------------------------------
+
+@pytest.mark.parametrize("gpu_limit, most, passes", [
+    (4, 4, True),    # a cap equal to the largest job's GPUs: that job still runs
+    (3, 4, False),   # one under: the 4-GPU job would be capped
+    (5, 4, True),
+    (2, 2, True),    # 2 is the least cap that is not profiles/default's one-GPU-at-a-time
+    (2, 1, True),
+    (1, 1, False),   # gpu=1: one GPU job at a time on the whole cluster, whatever the jobs ask
+])
+def test_a_slurm_gpu_cap_passes_from_the_largest_jobs_gpus_up(gpu_limit, most, passes):
+    if passes:
+        checks.check_slurm(SLURM_ENV, gpu_limit, most)
+    else:
+        with pytest.raises(ValueError, match=rf"gpu={gpu_limit} on SLURM"):
+            checks.check_slurm(SLURM_ENV, gpu_limit, most)
+
+
+def _prepared(tmp_path, dataset: str, rows: int) -> None:
+    stats = tmp_path / f"results/data/{dataset}/prep_stats.json"
+    stats.parent.mkdir(parents=True, exist_ok=True)
+    stats.write_text(json.dumps({"splits": {"test": rows}}))
+
+
+def test_adaptation_samples_pass_at_the_split_size_and_stop_one_over(tmp_path):
+    """20 adaptation samples (config/config.yaml) of a prepared split of 20: all of them, passes; of 19: stopped."""
+    _prepared(tmp_path, "demo-digits", 20)
+    checks.check_sample_counts(Plan(demo_with()))
+    _prepared(tmp_path, "demo-digits", 19)
+    with pytest.raises(ValueError, match="`adaptation.n_samples`: 20 adaptation samples, but demo-digits's test split has 19"):
+        checks.check_sample_counts(Plan(demo_with()))
+
+
+def test_evaluation_samples_pass_at_the_split_less_the_held_out_and_stop_one_over(tmp_path):
+    """A split of 100 with 20 held out for adaptation (exclude_adaptation_samples): 80 evaluation samples pass,
+    81 stop; without holding out, 100 pass and 101 stop."""
+    _prepared(tmp_path, "demo-digits", 100)
+    checks.check_sample_counts(Plan(demo_with("evaluation: {mcq: {samples: 80}}")))
+    with pytest.raises(ValueError, match=r"`evaluation.mcq.samples`: 81 evaluation samples, but demo-digits's test "
+                                         r"split has 100, 20 of them held out for adaptation"):
+        checks.check_sample_counts(Plan(demo_with("evaluation: {mcq: {samples: 81}}")))
+    keep = "evaluation: {exclude_adaptation_samples: false, mcq: {samples: %d}}"
+    checks.check_sample_counts(Plan(demo_with(keep % 100)))
+    with pytest.raises(ValueError, match="101 evaluation samples, but demo-digits's test split has 100$"):
+        checks.check_sample_counts(Plan(demo_with(keep % 101)))
+
+
+# --- defaults by name, and which config layer wins (issue 39) ------------------------------------------------
+
+def test_schema_defaults_by_name():
+    """A config naming only its models, datasets and methods gets: protocol clean, seed 0; 20 random adaptation
+    samples (TTRV Appendix A); MCQ evaluation with the checkpoint's template and our robust parser, 6 new tokens,
+    every sample, the adaptation samples held out; VR-TTRL's 200 grounding samples per split at the rollouts' 1024
+    tokens; ECHO Table 5's validation temperature 0.6 and 3,072 tokens, top_p 0.95 (geometry3k.sh:75), pass@1 of one
+    sample; TTRV Appendix B's either-side resolution rule; an 80 GB GPU; vLLM at 0.3 of a GPU beside training and at
+    its own 0.9 for evaluation."""
+    config = validated({"models": {"demo": {"source": "results/models/demo", "build": "tiny-qwen2.5-vl"}},
+                        "datasets": ["demo-digits"], "methods": ["zero-shot"]})
+    assert (config["protocol"], config["seeds"]) == ("clean", [0])
+    adaptation, evaluation = config["adaptation"], config["evaluation"]
+    assert (adaptation["n_samples"], adaptation["sampling"], adaptation["rollout_backend"]) == (20, "random", "auto")
+    assert adaptation["hyperparameters"] == {"mcq": {}, "grounding": {}, "math": {}}  # the presets' values apply
+    assert adaptation["method_overrides"] == {} and adaptation["keep_adapted_weights"] is False
+    assert adaptation["vllm"]["gpu_memory_utilization"] == 0.3 and evaluation["vllm"]["gpu_memory_utilization"] == 0.9
+    assert evaluation["mcq"] == {"max_new_tokens": 6, "samples": "all", "chat_template": "model", "choice_parser": "robust"}
+    assert evaluation["exclude_adaptation_samples"] is True and evaluation["batch_size"] == 64
+    grounding = evaluation["grounding"]
+    assert (grounding["samples"], grounding["max_new_tokens"], grounding["empty_mask_iou"]) == (200, 1024, "zero")
+    assert grounding["sam2"] is None and grounding["input_size"] is None and grounding["query_form"] is None
+    math = evaluation["math"]
+    assert (math["temperature"], math["top_p"], math["top_k"], math["max_new_tokens"]) == (0.6, 0.95, None, 3072)
+    assert (math["n_samples"], math["pass_k"], math["prompt"], math["grader"]) == (1, [1], "training", "exact")
+    assert (config["data"]["resolution_rule"], config["data"]["items"]) == ("either_side", "ours")
+    assert config["resources"]["gpu_memory_gb"] == 80
+
+
+def test_the_clean_protocols_stated_values_are_the_schemas_defaults():
+    """plan/protocols.py SETTINGS names our `clean` value of each evaluation key the authors' protocol sets; a
+    config under clean must get exactly it (None: the key absent or null)."""
+    from ttrl_bench.plan.protocols import SETTINGS
+
+    config = validated({"models": {"demo": {"source": "results/models/demo", "build": "tiny-qwen2.5-vl"}},
+                        "datasets": ["demo-digits"], "methods": ["zero-shot"]})
+    checked = 0
+    for path, _, _, ours, _ in SETTINGS:
+        if path[0] != "evaluation" or path == ("evaluation", "mcq", "max_new_tokens"):  # the config's own budget
+            continue
+        node = config
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if path == ("evaluation", "grounding", "query_form") and node is None:
+            node = "as_given"  # unset: no --query-form flag, the CLI's default (cli/evaluation.py) applies
+        assert node == ours, path
+        checked += 1
+    assert checked == 12  # mcq: chat_template, choice_parser; grounding: sam2, input_size, query_form,
+    # max_new_tokens; math: prompt, temperature, top_p, top_k, max_new_tokens, grader
+
+
+def test_config_layers_win_in_order_preset_task_math_method():
+    """A hyper-parameter's value: the preset's, under `adaptation.hyperparameters.<task>` (mcq), under `.math` for
+    ECHO's methods, under `adaptation.method_overrides.<method>`; the protocol fills only what the config left unset.
+    TTRV's preset: lr 5e-7, kl_beta 1e-3, dual_clip 3.0; ECHO's: lr 5e-7, temperature 0.8, n_votes 64."""
+    from ttrl_bench.plan.names import resolved_methods
+
+    layers = {"adaptation": {"hyperparameters": {"mcq": {"learning_rate": 1e-5, "kl_beta": 0.01},
+                                                 "math": {"learning_rate": 3e-6}},
+                             "method_overrides": {"ttrv": {"hyperparameters": {"learning_rate": 7e-6}}}}}
+    base = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    del base["adaptation"]["hyperparameters"], base["adaptation"]["method_overrides"]  # only the layers above
+    specs = resolved_methods(validated(merge(base, layers)), ["ttrv", "ttrl-majority", "echo"])
+    ttrv, ttrl, echo = (specs[m]["hyperparameters"] for m in ("ttrv", "ttrl-majority", "echo"))
+    assert (ttrv["learning_rate"], ttrv["kl_beta"], ttrv["dual_clip"]) == (7e-6, 0.01, 3.0)  # override > mcq > preset
+    assert (ttrl["learning_rate"], ttrl["kl_beta"]) == (1e-5, 0.01)  # the mcq layer, no override
+    assert (echo["learning_rate"], echo["kl_beta"], echo["temperature"], echo["n_votes"]) == (3e-6, 0.01, 0.8, 64)
+    assert "advantages" not in ttrv  # clean: TRL's (the trainer's default), no protocol value
+    # authors: the protocol's values where the config set none (verl's advantages, ECHO's 32 votes), the config's
+    # own where it did
+    authors = merge(base, merge(layers, {"protocol": "authors", "adaptation": {"hyperparameters": {
+        "mcq": {"kl_clamp": 5.0}, "math": {"n_votes": 48}}}}))
+    specs = resolved_methods(validated(authors), ["ttrv", "echo"])
+    ttrv, echo = specs["ttrv"]["hyperparameters"], specs["echo"]["hyperparameters"]
+    assert (ttrv["advantages"], ttrv["kl_clamp"], ttrv["learning_rate"]) == ("verl", 5.0, 7e-6)
+    assert (echo["n_votes"], echo["advantages"], echo["learning_rate"]) == (48, "verl", 3e-6)

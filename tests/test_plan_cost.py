@@ -108,9 +108,13 @@ def synthetic(monkeypatch):
         if shape.kind == "train":
             return Trace(116 + 2 + 1.5 * shape.sequences, int(8e9), int(7e9), 1e12 * shape.sequences, 0, {})
         return Trace(16 + 0.1 * shape.sequences, int(8e9), 0, 1e11 * shape.sequences, 0, {})
+    real_calibration = cost.calibration
     monkeypatch.setattr(memory, "cached_trace", fake_trace)
     monkeypatch.setattr(cost, "calibration", lambda: cost.Calibration(1.0, []))
-    return cost.JobSettings(rollouts=32, trained=16, prompts_per_step=1, new_tokens=32, rounds=10)
+    yield cost.JobSettings(rollouts=32, trained=16, prompts_per_step=1, new_tokens=32, rounds=10)
+    # plan/resources.py holds its own reference to the real (lru-cached) calibration(): called under the fake
+    # traces (plan_table's totals) it would cache a calibration of them for every later test of the process
+    real_calibration.cache_clear()
 
 
 def test_decide_takes_the_fewest_gpus_and_the_largest_micro_batch_that_fit(synthetic):
@@ -235,3 +239,50 @@ def test_a_lora_step_traces_the_adapter_alone_as_trainable():
     # AdamW's two fp32 moments of the adapter alone (full: of all 1.64e9 weights)
     assert lora.breakdown_gb["_MemRefType.OPT"] == pytest.approx(2 * 4 * 1_941_824 / memory.GB, abs=1e-3)
     assert memory.trace_key(config, shape) != memory.trace_key(config, cost.replace(shape, lora_rank=0))
+
+
+# --- GPU-hours of multi-GPU jobs, worked by hand (issue 39) ----------------------------------------------------
+
+def test_gpu_hours_are_gpus_times_predicted_minutes_and_the_limit_twice_the_minutes(synthetic, monkeypatch):
+    """With 50 compute minutes (runtime_minutes stubbed): minutes = 50 + 10 start-up = 60; on 4 GPUs
+    4 x 60 / 60 = 4.0 GPU-hours and a SLURM limit of ceil(2 x 60) = 120 minutes. Offloaded on one GPU the steps
+    are PCIe-bound: 3 x 50 + 10 = 160 minutes, 1 x 160 / 60 = 2.67 GPU-hours, limit 320."""
+    monkeypatch.setattr(cost, "runtime_minutes", lambda config, settings, micro_batch, gpus: {"compute_min": 50.0})
+    d = cost.decide(None, synthetic, gpus=4, micro_batch=8, offload=False)
+    assert (d.gpus, d.offload, d.gpu_hours, d.runtime_min) == (4, False, 4.0, 120)
+    d = cost.decide(None, synthetic, gpus=1, micro_batch=8, offload=True)
+    assert (d.gpus, d.offload, d.gpu_hours, d.runtime_min) == (1, True, 2.67, 320)
+
+
+def test_the_plan_reports_a_4_gpu_adaptations_gpu_hours_from_its_predicted_minutes():
+    """VR-TTRL per sample on Qwen2.5-VL-7B (tests/test_plan.py: Request(4, 389000, 369, micro_batch=2)). The limit
+    369 = ceil(2 x minutes), so the predicted minutes are in (184, 184.5] and the plan's GPU-hours 4 x minutes / 60
+    in (12.267, 12.300]: 12.27 .. 12.30 at 2 decimals, its minutes column round(GPU-hours x 60 / 4) = 184. (The
+    SLURM limit's 4 x 369 / 60 = 24.6 GPU-hours is twice that: the plan counts the prediction, not the limit.)"""
+    from ttrl_bench.plan import Plan, load_config
+    from ttrl_bench.plan.resources import plan_table
+
+    plan = Plan(load_config("config/vr-ttrl.yaml"))
+    job = next(j for j in plan.jobs() if j.rule == "adapt_per_sample" and j.model == "qwen2.5-vl-7b")
+    plan.jobs = lambda: [job]  # the one job's row (the full table decides 48 jobs)
+    rows, totals = plan_table(plan)
+    row = next(r for r in rows if r["rule"] == "adapt_per_sample")
+    assert (row["gpus"], row["micro_batch"], row["minutes"]) == (4, 2, 184)
+    assert 12.27 <= row["gpu_hours"] <= 12.30
+    assert totals["gpu_hours_by_rule"] == {"adapt_per_sample": round(row["gpu_hours"], 1)}
+    # one 4-GPU job on an 8-GPU node: max(12.3 / 8, 184 / 60 = 3.07 hours of the longest job) = 3.1
+    assert totals["node_hours"] == 3.1
+
+
+def test_a_predicted_peak_equal_to_the_gpus_memory_fits_and_just_over_does_not(synthetic):
+    """2 GPUs, micro-batch 8, no offload: 116 / 2 + 16 / 2 (bf16 reference) + 2 + 1.5 x 8 = 80 GB per GPU. It fits
+    an 80 GB GPU and an 80.01 GB one; on 79.99 GB nothing else may be tried (all three fixed), so the dry run stops
+    naming the 80.0 GB peak. The generation prefill, 16 + 0.1 x 16 = 17.6 GB, is not the larger."""
+    for memory_gb in (80, 80.01):
+        d = cost.decide(None, synthetic, gpu_memory_gb=memory_gb, gpus=2, micro_batch=8, offload=False)
+        assert (d.gpus, d.micro_batch, d.gpu_peak_gb) == (2, 8, 80.0)
+    with pytest.raises(ValueError, match=r"predicted GPU peak 80\.0 GB per GPU .*exceeds the GPU's 79\.99 GB"):
+        cost.decide(None, synthetic, gpu_memory_gb=79.99, gpus=2, micro_batch=8, offload=False)
+    # left free, the 79.99 GB GPU takes the next micro-batch down: 58 + 8 + 2 + 1.5 x 4 = 74 GB
+    d = cost.decide(None, synthetic, gpu_memory_gb=79.99)
+    assert (d.gpus, d.micro_batch, d.gpu_peak_gb) == (2, 4, 74.0)

@@ -110,3 +110,46 @@ def test_the_trainer_takes_one_step_per_prompt_and_steps_the_lr_per_round(demo_d
     assert log.attrs["learning_rates"] == pytest.approx([1e-3 * f for f in (0.0, 1.0, 0.75, 0.25) for _ in range(2)])
     assert len(log) == 4
     assert log.attrs["temperature"] == 1.5  # the tiny model is a Qwen2.5-VL: the logs' 1.5
+
+
+# The authors' logged run configurations (issue 39): train_batch_size = n_gpus_per_node prompts a round, 16 trained
+# rollouts each (rollout.n 16 of n_vote 32), one optimizer step per prompt. Rounds on 20 samples (drop_last):
+# 20 // 4 = 5 per epoch with 4 GPUs, 20 // 8 = 2 with 8. Read from the logs: ai2d_20_..._InternVL3-2B_20e_0917_014128
+# (4 GPUs, 20 epochs) "Total training steps: 100", 400 optimizer steps; imagenet_a_20_Qwen..._7B_0826_204339 (8 GPUs,
+# 2 epochs) 4 rounds, 32 optimizer steps (tests/test_author_logs.py reads both).
+LOGGED_ROUNDS = {(2, 8): 4, (5, 4): 25, (5, 8): 10, (10, 4): 50, (10, 8): 20, (20, 4): 100, (20, 8): 40}
+
+
+@pytest.mark.parametrize("epochs, prompts", sorted(LOGGED_ROUNDS))
+def test_logged_run_configurations_generate_16_trained_rollouts_per_prompt_per_round(epochs, prompts):
+    """ttrv-<k>-epochs[-8-prompts]: a round of 4 (8) prompts x 16 trained rollouts = 64 (128) completions, on 4 (8)
+    GPUs: micro-batch 2, 16 / (2 x 4) = 2 (16 / (2 x 8) = 1) accumulations per step, 64 / (2 x 4) = 8 (128 / (2 x 8)
+    = 8) micro-batches per round = 4 (8) optimizer steps, one per prompt; rounds = k x (20 // prompts)."""
+    from ttrl_bench.adaptation.layout import plan_batch_layout
+    from ttrl_bench.plan.cost import JobSettings
+
+    name = f"ttrv-{epochs}-epochs" + ("-8-prompts" if prompts == 8 else "")
+    hp = resolve_method(name)["hyperparameters"]
+    assert hp["generation_batch_size"] == {4: 64, 8: 128}[prompts]
+    assert (hp["epochs"], hp["num_generations"], hp["n_votes"], hp["prompts_per_step"]) == (epochs, 16, 32, 1)
+    layout = plan_batch_layout(hp, num_processes=prompts, n_samples=20)
+    assert layout == {"per_device_train_batch_size": 2, "gradient_accumulation_steps": {4: 2, 8: 1}[prompts],
+                      "generation_batch_size": {4: 64, 8: 128}[prompts]}
+    assert steps_per_round(_trl_args(layout, prompts, hp)) == prompts
+    rounds = epochs * (20 // {4: 4, 8: 8}[prompts])  # prompts per round = the generation batch / 16
+    assert rounds == LOGGED_ROUNDS[epochs, prompts]
+    assert epochs * (20 // (layout["generation_batch_size"] // hp["num_generations"])) == LOGGED_ROUNDS[epochs, prompts]
+    # the cost model counts one-prompt steps (rounds x prompts = k x 20) and sizes HF generate for the whole round
+    settings = JobSettings.from_preset(hp, 20)
+    assert (settings.rounds, settings.generation_batch, settings.rollouts, settings.trained) == \
+        (epochs * 20, {4: 64, 8: 128}[prompts], 32, 16)
+
+
+def test_the_logged_configurations_are_the_seven_besides_ttrv():
+    """2, 5, 10, 20 epochs x 4, 8 prompts, less (2, 4) which is "ttrv" itself (64 per round, 2 epochs)."""
+    from ttrl_bench.adaptation.presets import PRESETS
+
+    logged = sorted(m for m in PRESETS if m.startswith("ttrv-") and "-epochs" in m)
+    assert logged == sorted(f"ttrv-{e}-epochs" + ("-8-prompts" if p == 8 else "") for e, p in LOGGED_ROUNDS)
+    ttrv = resolve_method("ttrv")["hyperparameters"]
+    assert (ttrv["epochs"], ttrv["generation_batch_size"]) == (2, 64)
