@@ -83,7 +83,7 @@ def adaptation_dataset(manifest: pd.DataFrame, image_root: Path) -> Dataset:
 
 def freeze_vision_tower(model, setting) -> None:
     """Hyperparameter `freeze_vision` (models/families.py freezes_vision_encoder): VR-TTRL Appendix A and
-    Section 5 freeze the vision encoder and train the adapter; the TTRV authors' code freezes InternVL's only."""
+    C.1 freeze the vision encoder and train the adapter; the TTRV authors' code freezes InternVL's only."""
     if freezes_vision_encoder(model.config.model_type, setting):
         log.info("vision encoder frozen; %d adapter parameters in its tower train", freeze_vision_encoder(model))
 

@@ -134,7 +134,7 @@ def job_method_settings(plan: Plan, job: Job) -> dict:
     if hp.get("vision_drop_path") == "checkpoint":  # the original checkpoint's rate, per model (models/families.py)
         entry = plan.models[job.model]
         hp["vision_drop_path"] = original_vision_drop_path(entry.get("convert_from") or entry["source"])
-    if "lora" in hp:  # the adapter of this job's training set, or none (adaptation/config.py)
+    if "lora" in hp:  # the adapter of this job's training set, or none (adaptation/hyperparameters.py)
         hp["lora"] = lora_for_dataset(hp["lora"], job.dataset)
     micro_batch = job_request(plan, job).micro_batch
     if micro_batch is not None:
