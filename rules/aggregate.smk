@@ -66,6 +66,7 @@ rule render_tables:
         n_adapt=config["adaptation"]["n_samples"],
         sampling=config["adaptation"]["sampling"],
         protocol=config["protocol"],
+        definitions=config["tables"]["metric_definitions"],
     log:
         "logs/render_tables.log",
     conda:
@@ -73,7 +74,8 @@ rule render_tables:
     shell:
         "{params.cli} render-tables --db {input} --out-dir results/tables"
         " --model-names {params.models:q} --dataset-names {params.datasets:q}"
-        " --n-adapt {params.n_adapt} --sampling {params.sampling} --protocol {params.protocol} > {log} 2>&1"
+        " --n-adapt {params.n_adapt} --sampling {params.sampling} --protocol {params.protocol}"
+        " --metric-definitions {params.definitions} > {log} 2>&1"
 
 
 rule plot_figures:

@@ -61,8 +61,10 @@ def test_with_a_masker_the_metrics_are_mask_giou_and_ciou():
     assert (frame["intersection"][0], frame["union"][0]) == (100, 1200)
     assert task.primary == "giou"
     # bbox_ap: the predicted box is the gold box (IoU 1 > 0.5), VisionReasoner's per-row hit
+    # (Appendix A's box metrics read the answer's box, the gold box here: 100 both)
     assert task.metrics(frame) == {"giou": pytest.approx(100 / 12), "ciou": pytest.approx(100 / 12),
-                                   "count_accuracy": 100.0, "bbox_ap": 100.0}
+                                   "count_accuracy": 100.0, "bbox_ap": 100.0, "box_complete_iou": 100.0,
+                                   "bbox_ap_coco": pytest.approx(100.0)}
 
 
 def test_a_missing_sam2_checkpoint_names_the_config_key(tmp_path):

@@ -7,6 +7,7 @@ config/vr-ttrl.yaml planning all of it with mask metrics in the published cells.
 
 import io
 import json
+import math
 
 import datasets
 import numpy as np
@@ -95,7 +96,9 @@ def test_evaluation_scores_the_rescaled_answer_against_original_pixels(tmp_path)
     frame = predictions_frame([text], samples, task)
     assert json.loads(frame.loc[0, "parsed"]) == [{"bbox_2d": [76, 114, 381, 400], "point_2d": [229, 257]}]
     assert (frame.loc[0, "intersection"], frame.loc[0, "union"]) == (305 * 286, 305 * 286)
-    assert task.metrics(frame) == {"box_giou": 100.0, "box_ciou": 100.0, "count_accuracy": 100.0, "bbox_ap": 100.0}
+    # Appendix A's definitions agree on a perfect box: Complete IoU 1, COCO AP 1 at every threshold
+    assert task.metrics(frame) == {"box_giou": 100.0, "box_ciou": 100.0, "count_accuracy": 100.0, "bbox_ap": 100.0,
+                                   "box_complete_iou": 100.0, "bbox_ap_coco": pytest.approx(100.0)}
 
 
 def test_bbox_hit_by_hand():
@@ -172,7 +175,8 @@ def test_degenerate_outputs_with_sam2_and_840_never_raise(tmp_path):
     assert frame["intersection"].tolist()[:4] == [0] * 4 and frame["union"].tolist()[:4] == [24] * 4
     assert frame["parse_failure"].tolist() == [True, True, False, True, False, False, True]
     metrics = task.metrics(frame)
-    assert set(metrics) == {"giou", "ciou", "count_accuracy", "bbox_ap"}
+    assert set(metrics) == {"giou", "ciou", "count_accuracy", "bbox_ap", "box_complete_iou", "bbox_ap_coco"}
+    assert all(math.isfinite(v) for v in metrics.values())
 
 
 # --- no resolution filter on VR-TTRL's sets; VisionReasoner's rows in their layout ----------------------------
@@ -345,3 +349,45 @@ def test_vr_ttrl_tables_name_visionreasoners_protocol():
     echo = pt.provenance_notes(cells.assign(paper="echo", dataset="MathVista"))
     assert any(n.startswith("protocol: authors (the ECHO authors' code @6f7b311") for n in echo)
     assert not any("TTRV" in n for n in echo if n.startswith("protocol:"))
+
+
+def _obj(box):
+    return {"bbox_2d": box, "point_2d": [(box[0] + box[2]) // 2, (box[1] + box[3]) // 2]}
+
+
+def test_appendix_a_complete_iou_by_hand():
+    """VR-TTRL Appendix A's cIoU, the box Complete IoU (Zheng et al. 2020): IoU - rho^2 / c^2 - alpha v. Gold
+    [0, 0, 10, 10] against [5, 5, 15, 15]: IoU 25 / 175, centres 5 sqrt(2) apart (rho^2 50), enclosing box
+    15 x 15 (c^2 450), equal aspect ratios (v 0): 1/7 - 1/9 = 2/63. Against [20, 20, 30, 30]: IoU 0, rho^2 800,
+    c^2 1800: -4/9. One gold and two predicted boxes: the matched pair over max(2, 1)."""
+    from ttrl_bench.evaluation.box_metrics import complete_iou
+
+    gold = [_obj([0, 0, 10, 10])]
+    assert complete_iou([_obj([5, 5, 15, 15])], gold) == pytest.approx(2 / 63)
+    assert complete_iou([_obj([20, 20, 30, 30])], gold) == pytest.approx(-4 / 9)
+    assert complete_iou([_obj([20, 20, 30, 30]), _obj([0, 0, 10, 10])], gold) == pytest.approx(1 / 2)
+    assert complete_iou(None, gold) == 0.0 and complete_iou([{"bbox_2d": "x"}], gold) == 0.0
+
+
+def test_appendix_a_bbox_ap_is_cocos_over_iou_thresholds():
+    """Appendix A's bbox_AP, COCO's AP over IoU 0.5:0.95 (pycocotools), every box scored 1. One box of IoU
+    0.8 (a 10 x 8 box inside the 10 x 10 gold): a hit at the 7 thresholds 0.50 ... 0.80, a miss at 0.85 ...
+    0.95: AP 7 / 10. Two rows, one hit and one miss: precision 1 up to recall 1/2, 51 of COCO's 101 recall
+    points: 51 / 101 at every threshold. VisionReasoner's bbox_ap counts the first as a full hit."""
+    from ttrl_bench.evaluation.box_metrics import coco_bbox_ap
+
+    gold = [_obj([0, 0, 10, 10])]
+    assert coco_bbox_ap([[_obj([0, 0, 10, 8])]], [gold]) == pytest.approx(7 / 10)
+    assert coco_bbox_ap([[_obj([0, 0, 10, 10])], [_obj([50, 50, 60, 60])]], [gold, gold]) == pytest.approx(51 / 101)
+    assert coco_bbox_ap([None], [gold]) == 0.0
+
+
+def test_appendix_a_definitions_fill_the_cells_when_asked():
+    """tables.metric_definitions: VisionReasoner's code fills the cIoU and bbox_AP cells by default, Appendix
+    A's definitions when asked; the cell's our_metric names which."""
+    from ttrl_bench.results.paper_tables import METRIC_DEFINITIONS
+
+    assert METRIC_DEFINITIONS["code"]["ciou"] == ["ciou"] and METRIC_DEFINITIONS["code"]["bbox_ap"] == ["bbox_ap"]
+    assert METRIC_DEFINITIONS["appendix_a"]["ciou"] == ["box_complete_iou"]
+    assert METRIC_DEFINITIONS["appendix_a"]["bbox_ap"] == ["bbox_ap_coco"]
+    assert METRIC_DEFINITIONS["appendix_a"]["giou"] == ["giou"]  # Appendix A's gIoU is VisionReasoner's

@@ -68,7 +68,8 @@ def cmd_render_tables(args) -> None:
     prep_stats = read_table(db, "prep_stats")
     # the published cells are filled by the config's protocol's runs; the others are shown beside them
     ours = pt.our_cells(published, _of_protocol(all_runs, args.protocol), read_table(db, "metrics"), prep_stats,
-                        read_table(db, "benchmarks"), model_names, dataset_names, (str(args.n_adapt), args.sampling))
+                        read_table(db, "benchmarks"), model_names, dataset_names, (str(args.n_adapt), args.sampling),
+                        args.metric_definitions)
     author_runs = read_table(db, "author_runs")
     cell_logs = provenance(published, shipped_runs() if author_runs.empty else author_runs)
     comparison = pt.compare(published, ours, cell_logs)
@@ -198,6 +199,9 @@ def _add_render_tables(sub) -> None:
     p = sub.add_parser("render-tables", parents=[_paper_names()], help="step 4b: every published table beside ours")
     p.add_argument("--db", required=True, help="the DuckDB store (results/benchmark.duckdb)")
     p.add_argument("--out-dir", required=True, help="directory of the Markdown, LaTeX and CSV tables")
+    p.add_argument("--metric-definitions", choices=["code", "appendix_a"], default="code",
+                   help="config tables.metric_definitions: VR-TTRL's cIoU and bbox_AP cells by VisionReasoner's "
+                        "code or by Appendix A's definitions (evaluation/box_metrics.py)")
     p.set_defaults(func=cmd_render_tables)
 
 

@@ -20,6 +20,7 @@ from ..datasets.preprocessing import (
 )
 from ..datasets.registry import get_dataset
 from ..rewards import grounding
+from .box_metrics import coco_bbox_ap, complete_iou
 from .extraction import (
     answer_region,
     authors_answer,
@@ -233,6 +234,7 @@ class GroundingTask:
             # counting: one object per counted thing (count column: PixMo-Count, CountBench)
             "correct": [n == int(r.get("count", len(r["boxes"]))) for n, r in zip(n_pred, rows)],
             "bbox_hit": [bbox_hit(p, g) for p, g in zip(parsed, golds)],
+            "complete_iou": [complete_iou(p, g) for p, g in zip(parsed, golds)],  # Appendix A's cIoU (box_metrics.py)
         }
 
     def metrics(self, predictions: pd.DataFrame) -> dict[str, float]:
@@ -242,6 +244,11 @@ class GroundingTask:
                    "count_accuracy": 100 * predictions["correct"].mean()}
         if "bbox_hit" in predictions and predictions["bbox_hit"].notna().all() and len(predictions):
             metrics["bbox_ap"] = 100 * float(predictions["bbox_hit"].astype(float).mean())
+        if "complete_iou" in predictions and len(predictions):  # VR-TTRL Appendix A's definitions (box_metrics.py)
+            metrics["box_complete_iou"] = 100 * float(predictions["complete_iou"].mean())
+            metrics["bbox_ap_coco"] = 100 * coco_bbox_ap(
+                [json.loads(p) if isinstance(p, str) else None for p in predictions["parsed"]],
+                [json.loads(g) for g in predictions["gold"]])
         return metrics
 
 

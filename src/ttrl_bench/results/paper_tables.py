@@ -32,6 +32,12 @@ METRICS = {
     "giou": ["giou"], "ciou": ["ciou"], "bbox_ap": ["bbox_ap"], "count_acc": ["count_accuracy"],
     "seconds_per_image": ["seconds_per_sample"],
 }
+# VR-TTRL Appendix A defines cIoU as the box Complete IoU and bbox_AP as COCO's AP over IoU 0.5:0.95, where
+# VisionReasoner's code (the default, "code") computes a cumulative mask IoU and a box hit rate
+# (evaluation/box_metrics.py); config evaluation.grounding.metric_definitions picks which fills the cells, and
+# each cell's `our_metric` names the one it holds.
+METRIC_DEFINITIONS = {"code": METRICS,
+                      "appendix_a": {**METRICS, "ciou": ["box_complete_iou"], "bbox_ap": ["bbox_ap_coco"]}}
 # How a cell aggregates over seeds. TTRV Table 11 says "mean and standard deviation over 5 seeds"
 # without saying which std; we use the sample std (ddof=1, pandas' default): one seed gives no std.
 SEED_AGGREGATE = {"acc_std": "std"}
@@ -89,7 +95,8 @@ def _long_runs(runs: pd.DataFrame, metrics: pd.DataFrame, model_names: dict, dat
     ).rename(columns={"metric": "our_metric"})
 
 
-def _score_cells(key, spec: Table, cells: pd.DataFrame, long: pd.DataFrame, main: tuple[str, str]) -> list[pd.DataFrame]:
+def _score_cells(key, spec: Table, cells: pd.DataFrame, long: pd.DataFrame, main: tuple[str, str],
+                 metrics: dict = METRICS) -> list[pd.DataFrame]:
     out = []
     for paper_method in cells["method"].unique():
         ours = spec.methods.get(paper_method, paper_method)
@@ -110,7 +117,7 @@ def _score_cells(key, spec: Table, cells: pd.DataFrame, long: pd.DataFrame, main
             rows = rows[anywhere | (rows["train"] == rows["target"])].assign(dataset=lambda f: f["target"])
         rows = rows.assign(dataset=rows["dataset"].replace({name: paper for paper, name in spec.datasets.items()}))
         for metric in cells.loc[cells["method"] == paper_method, "metric"].unique():
-            candidates = METRICS.get(metric, [])
+            candidates = metrics.get(metric, [])
             found = rows[rows["our_metric"].isin(candidates)]
             # per run, the first candidate metric it has
             found = found.assign(rank=found["our_metric"].map(candidates.index)).sort_values("rank")
@@ -182,10 +189,14 @@ def _means(cells: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
 
 def our_cells(published: pd.DataFrame, runs: pd.DataFrame, metrics: pd.DataFrame, prep_stats: pd.DataFrame,
               benchmarks: pd.DataFrame, model_names: dict[str, str], dataset_names: dict[str, str],
-              main: tuple[str, str] = ("20", "random")) -> pd.DataFrame:
+              main: tuple[str, str] = ("20", "random"), definitions: str = "code") -> pd.DataFrame:
     """Our value for every cell of the published tables we can fill: columns KEY, ours, our_metric
     (what we measured: giou for the papers' SAM2-mask gIoU, never box_giou). `published` gives each
-    table's vocabulary; `main` is the main grid's (n_adapt, sampling)."""
+    table's vocabulary; `main` is the main grid's (n_adapt, sampling); `definitions` which metric
+    definitions fill VR-TTRL's cIoU and bbox_AP cells (METRIC_DEFINITIONS)."""
+    if definitions not in METRIC_DEFINITIONS:
+        raise ValueError(f"evaluation.grounding.metric_definitions must be one of {', '.join(METRIC_DEFINITIONS)}, "
+                         f"got {definitions!r}")
     long = _long_runs(runs, metrics, model_names, dataset_names)
     parts = []
     for key, spec in TABLES.items():
@@ -196,7 +207,7 @@ def our_cells(published: pd.DataFrame, runs: pd.DataFrame, metrics: pd.DataFrame
             paper_models = set(published.loc[published["paper"] == key[0], "model"])
             parts += _latency_cells(key, benchmarks, paper_models, model_names)
         else:
-            parts += _score_cells(key, spec, cells, long, main)
+            parts += _score_cells(key, spec, cells, long, main, METRIC_DEFINITIONS[definitions])
     ours = pd.concat([p for p in parts if not p.empty] or [pd.DataFrame(columns=_OUT)], ignore_index=True).reindex(columns=_OUT)
     ours = pd.concat([ours, _means(published, ours)], ignore_index=True) if not ours.empty else ours
     return ours.dropna(subset=["ours"])
