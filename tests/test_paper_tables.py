@@ -462,3 +462,30 @@ def test_status_without_an_interval_compares_at_the_papers_two_decimals():
         return pd.Series({"ours": ours, "low": math.nan, "high": math.nan, "paper_value": 5640.0})
     assert pt._status(row(5640.004)) == "agrees" and pt._status(row(5640.006)) == "differs"
     assert pt._status(row(math.nan)) == "not run"
+
+
+def test_status_without_an_interval_rounds_both_values_to_two_decimals():
+    """A std over seeds (TTRV Table 11) of 1.234 shows as 1.23: it agrees with the paper's 1.23 (not with 1.00,
+    what rounding the paper's value to 0 decimals would compare with); 1.236 shows as 1.24 and differs."""
+    def row(ours, paper_value):
+        return pd.Series({"ours": ours, "low": math.nan, "high": math.nan, "paper_value": paper_value})
+    assert pt._status(row(1.234, 1.23)) == "agrees" and pt._status(row(1.236, 1.23)) == "differs"
+    assert pt._status(row(1.0, 1.23)) == "differs"
+
+
+def test_mean_cell_takes_only_its_own_tables_parts_and_names_its_cell():
+    """The CountMean of paper p's Table 2 over A (60, se 3) and B (70, se 4): 65 -+ Z x 5/2, whatever our cells of
+    dataset A at 0 say for another paper, another table or another metric; a block without a Mean column before
+    it (paper "a", sorted first) changes nothing."""
+    cells = pd.DataFrame({"paper": ["a", "p", "p", "p"], "table": [1, 2, 2, 2], "metric": ["acc", *["count_acc"] * 3],
+                          "dataset": ["X", "A", "B", "CountMean"]})
+    others = [{**_part("A", 0.0, 1.0), **where} for where in ({"paper": "q"}, {"table": 3}, {"metric": "giou"})]
+    ours = pd.DataFrame([_part("A", 60.0, 3.0), _part("B", 70.0, 4.0), *others])
+    mean = pt._means(cells, ours)
+    assert list(mean.columns) == pt._OUT  # compare's columns, in order
+    rows = mean.to_dict("records")
+    assert len(rows) == 1
+    assert rows[0] == {"paper": "p", "table": 2, "model": "M", "method": "ttrv", "dataset": "CountMean",
+                       "metric": "count_acc", "ours": pytest.approx(65.0), "our_metric": "count_accuracy",
+                       "low": pytest.approx(65 - 4.89991, abs=1e-4), "high": pytest.approx(65 + 4.89991, abs=1e-4),
+                       "items": "ours", "protocol": "clean"}

@@ -1,11 +1,14 @@
 """Preprocessing shared by all datasets: resolution filter, MCQ conversion, prompts, sampling."""
 
+import hashlib
+import random
 from collections import Counter
 
 import pandas as pd
 import pytest
 from PIL import Image
 
+from ttrl_bench.datasets import preprocessing as pp
 from ttrl_bench.datasets.preprocessing import (
     mcq_options,
     recognition_prompt,
@@ -207,3 +210,188 @@ def test_sampling_n_at_and_just_over_the_split_size():
     assert len(select_adaptation_samples(split, 10, seed=0, strategy="biased-1")) == 10
     with pytest.raises(ValueError, match="1 classes hold 10 samples, fewer than n=11"):
         select_adaptation_samples(split, 11, seed=0, strategy="biased-1")
+
+
+# --- mutation survivors of preprocessing.py and sampling.py (issue 39): every value worked out by hand ------------
+
+def test_decode_verdict_decodes_every_pixel(tmp_path):
+    """A whole PNG decodes ("kept"); the same PNG cut to its first 60 bytes keeps a valid header (the resolution
+    filter reads 1500 x 20 from it) but its pixels do not decode; bytes that are no image and a missing file are
+    "unreadable" too."""
+    full = tmp_path / "full.png"
+    Image.new("RGB", (1500, 20), "white").save(full)
+    truncated = tmp_path / "truncated.png"
+    truncated.write_bytes(full.read_bytes()[:60])
+    junk = tmp_path / "junk.jpg"
+    junk.write_bytes(b"\xff\xd8 this is not a jpeg")
+    assert pp.decode_verdict(full) == "kept"
+    assert pp.decode_verdict(truncated) == "unreadable"
+    assert pp.decode_verdict(junk) == "unreadable"
+    assert pp.decode_verdict(tmp_path / "missing.png") == "unreadable"
+    assert pp.image_size(full) == (1500, 20)  # (width, height)
+
+
+def test_resolution_edges_height_area_and_max_side(images, tmp_path, monkeypatch):
+    """either_side: a 500 x 1200 image is too large by its height alone. area: 1000 x 1000 = 10^6 is not larger than
+    10^6 (kept), 1000 x 1001 is. max_side 640: 640 x 480 kept under either_side (640 is not > 640); under area
+    640 x 480 = 307,200 <= 409,600 kept. A file PIL refuses as a decompression bomb (over
+    2 x MAX_IMAGE_PIXELS; set to 100 here, so 640 x 480 is one) is too large, not unreadable."""
+    tall = tmp_path / "tall.png"
+    Image.new("RGB", (500, 1200)).save(tall)
+    just_over = tmp_path / "just_over.png"
+    Image.new("RGB", (1000, 1001)).save(just_over)
+    assert resolution_verdict(tall) == "too_large"
+    assert resolution_verdict(images["square"], "area") == "kept"
+    assert resolution_verdict(just_over, "area") == "too_large"
+    assert resolution_verdict(images["small"], max_side=640) == "kept"
+    assert resolution_verdict(images["small"], max_side=639) == "too_large"
+    assert resolution_verdict(images["small"], "area", max_side=640) == "kept"
+    # 640 x 480 = 307,200 against 555^2 = 308,025 (kept) and 554^2 = 306,916 (too large)
+    assert resolution_verdict(images["small"], rule="area", max_side=555) == "kept"
+    assert resolution_verdict(images["small"], rule="area", max_side=554) == "too_large"
+    with pytest.raises(ValueError, match="resolution rule must be 'either_side' or 'area', got 'diagonal'"):
+        resolution_verdict(tall, "diagonal")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)
+    assert resolution_verdict(images["small"]) == "too_large"
+    assert pp.decode_verdict(images["small"]) == "unreadable"
+
+
+def test_sample_rng_is_seeded_by_the_sha256_of_seed_dataset_and_id():
+    """The stated formula: the first 8 bytes, big-endian, of sha256("0|demo|s17") seed Python's Random. Pinning it
+    keeps every prepared manifest's options across versions."""
+    seed = int.from_bytes(hashlib.sha256(b"0|demo|s17").digest()[:8], "big")
+    assert seed == 6854388856385841763
+    assert pp.sample_rng(0, "demo", "s17").random() == random.Random(6854388856385841763).random()
+
+
+def test_mcq_options_with_exactly_four_classes_and_duplicates():
+    """Four distinct classes are enough (three others); a class list with repeats counts each class once, so the
+    options stay distinct; three distinct classes are refused, naming the count 3."""
+    options, letter = mcq_options("a", ["a", "b", "c", "d", "b", "c", "d", "d"], sample_rng(0, "demo", "s17"))
+    assert sorted(options) == ["a", "b", "c", "d"] and options["ABCD".index(letter)] == "a"
+    with pytest.raises(ValueError, match="4-way MCQ needs at least 4 distinct classes, got 3"):
+        mcq_options("a", ["a", "b", "c", "b", "c"], sample_rng(0, "x", "y"))
+    # the draw for sample_rng(0, "demo", "s17") on 4 classes: shuffled to d, a, c, b, so "a" is B
+    assert mcq_options("a", list("abcd"), sample_rng(0, "demo", "s17")) == (["d", "a", "c", "b"], "B")
+
+
+def test_recognition_prompt_texture_wording():
+    prompt = recognition_prompt(["banded", "dotted", "woven", "zigzagged"], style="texture")
+    assert prompt == (
+        "Look at the given image and identify what texture it shows. Choose the correct answer from the "
+        "options below and respond with only the corresponding option letter (A, B, C, or D). "
+        "Do not include any explanation or extra text.\n"
+        "Options:\nA. banded\nB. dotted\nC. woven\nD. zigzagged.")
+
+
+def test_vqa_prompts_of_every_style_in_full():
+    """TTRV Appendix C's wordings, each with its letters phrase: 2 options "A or B", 3 "A, B, or C"."""
+    assert vqa_prompt("Is it red?", ["No", "Yes"], "mme") == (
+        "Is it red? Please respond with only the corresponding option letter (A or B). Do not include any "
+        "explanation or extra text. \nOptions:\nA. No\nB. Yes.")
+    assert vqa_prompt("Which?", ["x", "y", "z"], "options") == (
+        "Which?\nChoose the correct answer from the options below and respond with only the corresponding option "
+        "letter (A, B, or C). Do not include any explanation or extra text.\nOptions:\nA. x\nB. y\nC. z")
+    assert vqa_prompt("Which? A. x B. y C. z", ["x", "y", "z"], "in_question") == (
+        "Which? A. x B. y C. z\nChoose the correct answer from the options below and respond with only the "
+        "corresponding option letter (A, B, or C). Do not include any explanation or extra text.")
+    assert vqa_prompt("What is x? ", ["1", "2", "3"], "mathvista") == (
+        "Hint: Please answer the question and provide the correct option letter, e.g., A, B, C, D, at the end.\n"
+        "Do not include any explanation or extra text.\nQuestion: What is x? \nChoices:\n(A) 1\n(B) 2\n(C) 3")
+    assert vqa_prompt("Find x.", ["1", "2"], "mathverse") == (
+        "Please directly answer the question and provide the correct option letter, e.g., A, B, C, D.\n"
+        "Do not include any explanation or extra text.\nQuestion: Find x.")
+    # CRPE: the trailing blank and "." of its own text go before TTRV's clause
+    assert vqa_prompt("Q? A. x B. y Answer with the option's letter from the given choices directly. ",
+                      ["x", "y"], "crpe") == ("Q? A. x B. y Answer with the option's letter from the given choices "
+                                              "directly and do not include any explanation or extra text.")
+    # only blanks and "." go: a stem ending in a capital X keeps it
+    assert vqa_prompt("Which brand is it? A. ROLEX B. OMEGA Answer: ROLEX.", ["x", "y"], "crpe") == (
+        "Which brand is it? A. ROLEX B. OMEGA Answer: ROLEX and do not include any explanation or extra text.")
+    assert vqa_prompt("As asked. A. x", ["x"], "verbatim") == "As asked. A. x"
+    assert vqa_prompt("Open?", [], "verbatim") == "Open?"
+    assert pp._letters_phrase(4) == "A, B, C, or D"
+
+
+def test_math_capture_and_grounding_prompts_in_full():
+    """ECHO's suffix and "Choices:" block (letters joined to the option by "." with no blank), MathVerse without
+    the block; Capture's boxed-answer instruction; VisionReasoner's grounding template with its example."""
+    suffix = "\nPlease reason step by step, and put your final answer within \\boxed{}."
+    assert pp.math_prompt("Find x.", ["3", "4"]) == "Find x.\n\nChoices:\nA.3\nB.4" + suffix
+    assert pp.math_prompt("Find x. A:3 B:4", ["3", "4"], list_options=False) == "Find x. A:3 B:4" + suffix
+    assert pp.math_prompt("Find AB.", []) == "Find AB." + suffix
+    question = pp.CAPTURE_QUESTION.format(object="apples")
+    assert question == ("Count the exact number of apples in the image. Assume the pattern of apples continues "
+                        "behind any black box. Provide the total number of apples as if the black box were not there.")
+    assert pp.capture_prompt(question) == question + suffix
+    assert pp.grounding_prompt("the red cup") == (
+        'Please find "the red cup" with bboxs and points.'
+        "Compare the difference between object(s) and find the most closely matched object(s)."
+        "Output the thinking process in <think> </think> and final answer in <answer> </answer> tags."
+        "Output the bbox(es) and point(s) inside the interested object(s) in JSON format."
+        'i.e., <think> thinking process here </think><answer>[{"bbox_2d": [10,100,200,210], "point_2d": [30,110]}, '
+        '{"bbox_2d": [225,296,706,786], "point_2d": [302,410]}]</answer>')
+
+
+def test_resize_square_writes_an_rgb_png_of_the_side(tmp_path):
+    """A 30 x 20 RGBA image in a file named .jpg becomes a 16 x 16 RGB PNG, written in place (PNG whatever the
+    name). A flat colour stays flat under bicubic resizing and alpha is dropped, so the file must be exactly PIL's
+    unoptimized PNG of a 16 x 16 (200, 100, 50) image (optimize=True writes 83 bytes, not 82): the same bytes on
+    every re-preparation."""
+    import io
+
+    src = Image.new("RGBA", (30, 20), (200, 100, 50, 128))
+    for name in ("a.jpg", "b.png"):
+        src.save(tmp_path / name, format="PNG")
+        pp.resize_square(tmp_path / name, 16)
+    with Image.open(tmp_path / "a.jpg") as im:
+        assert (im.format, im.mode, im.size) == ("PNG", "RGB", (16, 16))
+        assert im.getpixel((8, 8)) == (200, 100, 50)
+    expected = io.BytesIO()
+    Image.new("RGB", (16, 16), (200, 100, 50)).save(expected, format="PNG", optimize=False)
+    assert (tmp_path / "a.jpg").read_bytes() == expected.getvalue() == (tmp_path / "b.png").read_bytes()
+
+
+def test_model_view_and_to_model_view_edges():
+    """input_size 0 or None: the image and the objects as they are. A 2 x 1 image of black | white shown at 4 x 4
+    with the bilinear filter: output pixel centres 0.5 .. 3.5 fall on source x = -0.25, 0.25, 0.75, 1.25, so
+    0, 0.25 x 255 = 63.75 -> 64, 0.75 x 255 = 191.25 -> 191, 255 (PIL's default, bicubic, gives 0, 53, 202, 255)."""
+    image = Image.new("L", (2, 1))
+    image.putpixel((1, 0), 255)
+    assert pp.model_view(image, 0) is image
+    view = pp.model_view(image, "4")  # int() of the configured size
+    assert view.size == (4, 4)
+    assert [view.getpixel((x, 0)) for x in range(4)] == [0, 64, 191, 255]
+    objects = [{"bbox_2d": [1, 2, 3, 4], "point_2d": [1, 2], "label": "cup"}]
+    assert pp.to_model_view(objects, 640, 480, None) is objects
+    assert pp.to_model_view(objects, 2, 4, 8) == [{"bbox_2d": [4, 4, 12, 8], "point_2d": [4, 4], "label": "cup"}]
+    assert pp.to_original(objects, 16, 8, 8) == [{"bbox_2d": [2, 2, 6, 4], "point_2d": [2, 2], "label": "cup"}]
+    assert pp.to_original(objects, 16, 8, 0) is objects
+
+
+def test_adaptation_samples_index_and_columns(test_split):
+    """The selection is a fresh 0..n-1 index with the split's columns only, also for "all" of a split whose index
+    is not 0..n-1 (here 100..199, reversed): rows kept in the split's order."""
+    shuffled = test_split.iloc[::-1].set_index(pd.RangeIndex(199, 99, -1))
+    every = select_adaptation_samples(shuffled, "all", seed=0)
+    assert list(every.index) == list(range(100)) and list(every.columns) == ["id", "label"]
+    assert every["id"].tolist() == shuffled["id"].tolist()
+    some = select_adaptation_samples(shuffled, 7, seed=0, strategy="biased-10")
+    assert list(some.index) == list(range(7)) and list(some.columns) == ["id", "label"]
+    assert some["id"].tolist() == sorted(some["id"])
+    assert select_adaptation_samples(shuffled, "7", seed=0)["id"].tolist() == \
+        select_adaptation_samples(shuffled, 7, seed=0)["id"].tolist()
+
+
+def test_an_invalid_object_does_not_stop_the_rescaling_of_the_next():
+    """[invalid, valid] from an 8 x 8 view of a 16 x 8 image: the invalid one is kept as it is and the next one still
+    scaled (x factor 2, y factor 1; int(v * f + 0.5))."""
+    invalid = {"bbox_2d": [1, 2], "point_2d": [1, 2]}
+    valid = {"bbox_2d": [1, 2, 3, 4], "point_2d": [1, 2]}
+    assert pp.to_original([invalid, valid], 16, 8, 8) == [invalid, {"bbox_2d": [2, 2, 6, 4], "point_2d": [2, 2]}]
+
+
+def test_a_biased_strategy_with_more_than_one_number_is_refused(test_split):
+    """"biased-<k>" takes one number: "biased-2-3" is neither k = 2 nor k = 3 but an error."""
+    with pytest.raises(ValueError):
+        select_adaptation_samples(test_split, 5, seed=0, strategy="biased-2-3")
