@@ -135,9 +135,10 @@ def test_demo_produces_store_tables_and_figures(demo_run):
     assert json.loads((demo_run / "results/config_files.json").read_text()) == {"config_files": ["config/config.yaml"]}
     assert query(db, "SELECT count(*) AS n FROM predictions")["n"][0] == 6 * 577 + 2 * 8
     # the five of before, the same MCQ generations scored both ways (evaluation/tasks.py rescored_metrics), and
-    # VisionReasoner's bbox_ap for the grounding runs (VR-TTRL Table 7)
-    assert query(db, "SELECT count(DISTINCT metric) AS n FROM metrics")["n"][0] == 5 + 5 + 1
-    assert "bbox_ap" in set(query(db, "SELECT DISTINCT metric FROM metrics")["metric"])
+    # VisionReasoner's bbox_ap for the grounding runs (VR-TTRL Table 7), and Appendix A's two definitions
+    # (evaluation/box_metrics.py: box_complete_iou, bbox_ap_coco)
+    assert query(db, "SELECT count(DISTINCT metric) AS n FROM metrics")["n"][0] == 5 + 5 + 1 + 2
+    assert {"bbox_ap", "box_complete_iou", "bbox_ap_coco"} <= set(query(db, "SELECT DISTINCT metric FROM metrics")["metric"])
     rescored = query(db, "SELECT DISTINCT metric FROM metrics WHERE run_id LIKE '%/demo-digits/%' AND "
                          "(metric LIKE '%parser' OR metric LIKE 'authors_%')")["metric"]
     assert sorted(rescored) == ["accuracy_authors_parser", "accuracy_robust_parser", "authors_max_group",
