@@ -93,7 +93,9 @@ class JobSettings:
         trained = h.get("num_generations", 1)  # the objective baselines (Appendix C): one pseudo-answer
         return cls(rollouts=h.get("n_votes") or trained, trained=trained,
                    prompts_per_step=prompts, new_tokens=h.get("max_completion_length", 1024), rounds=rounds,
-                   micro_batch=h.get("micro_batch_size"), freeze_vision=h.get("freeze_vision", True),
+                   micro_batch=h.get("micro_batch_size"),
+                   # unset: nothing frozen, as the trainer reads it (adaptation/grpo.py freeze_vision_tower)
+                   freeze_vision=h.get("freeze_vision", False),
                    gradient_checkpointing=h.get("gradient_checkpointing", True),
                    reference=bool(h.get("kl_beta", 0)), generation_batch=h.get("generation_batch_size"),
                    per_sample=per_sample, **extra)
