@@ -194,6 +194,53 @@ def test_each_protocol_describes_its_settings_with_their_source():
     assert "evaluation.mcq.max_new_tokens = the config's: the config's own budget" in " ".join(clean)
 
 
+def test_an_unknown_protocol_is_named_with_the_known_ones():
+    """PROTOCOL_NAMES in their order (clean first); the protocol is checked before the schema (plan/config.py
+    `validated` applies it first), so a config file's typo reads the same."""
+    from ttrl_bench.plan import validated
+
+    with pytest.raises(ValueError) as err:
+        apply_protocol({"protocol": "author"})
+    assert str(err.value) == "config key `protocol`: 'author'; known: clean, authors"
+    with pytest.raises(ValueError) as err:
+        validated({"protocol": "verl"})
+    assert str(err.value) == "config key `protocol`: 'verl'; known: clean, authors"
+
+
+def test_describe_keeps_the_named_task_sections_and_prints_the_configs_own_values():
+    """What `ttrl-bench plan` prints per protocol (cli/planning.py: the config's sections, the config's values).
+    A setting belongs to the section at its path's second or third key: evaluation.<section>.<key>,
+    adaptation.hyperparameters.<section>.<key>. Counted in SETTINGS by hand: mcq 3 evaluation + 10 adaptation
+    keys = 13; math 6 + 15 = 21; grounding 4 evaluation keys, in SETTINGS' order. Under clean a setting prints our
+    value where SETTINGS has one (query_form: as_given), else "the config's"; a value the config sets (512 tokens)
+    replaces either, with the protocol's reason kept; keys the config lacks keep the protocol's value."""
+    from ttrl_bench.plan.protocols import describe
+
+    assert describe("clean", {"evaluation": {"grounding": {"max_new_tokens": 512}}}, {"grounding"}) == [
+        "evaluation.grounding.sam2 = the config's: no SAM2 unless the config names one: box masks, box_giou / "
+        "box_ciou, our own metrics, never in a published mask cell",
+        "evaluation.grounding.input_size = the config's: the image at its own size, as the model's processor takes it",
+        "evaluation.grounding.query_form = as_given: the dataset's query verbatim",
+        "evaluation.grounding.max_new_tokens = 512: the rollouts' budget (VR-TTRL presets' max_completion_length); "
+        "the paper states none for evaluation",
+    ]
+    assert len(describe("authors", None, {"mcq"})) == 13 and len(describe("clean", None, {"math"})) == 21
+    assert len(describe("authors", None, {"mcq", "math"})) == 34 and describe("authors", None, set()) == []
+    authors = describe("authors", {"evaluation": {"mcq": {"max_new_tokens": 16}}, "adaptation": {}}, {"mcq"})
+    assert authors[:5] == [
+        "evaluation.mcq.chat_template = authors: verl/utils/tokenizer.py hf_tokenizer: InternVL's template without "
+        "newlines or system turn",
+        "adaptation.hyperparameters.mcq.chat_template = authors: the same template in training",
+        "evaluation.mcq.choice_parser = authors: qwen_math_parser.py choice_answer_clean_gpqa (auto_extract 'gpqa'), "
+        "graded by qwen_eval.py qwen_reward_fn_gpqa",
+        "adaptation.hyperparameters.mcq.answer_parser = authors: ttt_metrics.py test_time_train_metrics: votes are "
+        "auto_extract's answers, an unreadable output's text included",
+        "evaluation.mcq.max_new_tokens = 16: every log's data.max_response_length 1024, the validation's greedy budget",
+    ]
+    clean = describe("clean", None, {"mcq"})
+    assert clean[0] == "evaluation.mcq.chat_template = model: the checkpoint's own template, the one it was tuned with"
+
+
 # --- both protocols in one config (experiments.<e>.protocols) -------------------------------------------------
 
 

@@ -2,6 +2,7 @@
 presets and baselines (MM-UPT, supervised GRPO), and one step of each on a tiny model of every family."""
 
 import math
+import threading
 
 import pytest
 import torch
@@ -102,6 +103,51 @@ def test_hybrid_token_advantages_by_hand():
     assert plain.tolist() == [[1.0, 1.0, 1.0], [-0.5, -0.5, 0.0]]
 
 
+def test_hybrid_advantages_default_to_the_authors_clamp_and_pool_both_z_scores_over_processes():
+    """The 2 x 3 example above. Defaults (alpha = beta = 1, s_max = 2, a = .1; ppo_trainer.yaml `hybrid_adv`)
+    clamp S(0, 0) = -2.82843 to -2: row 0 (.8, 1.141421, 1.141421) (s_max 3 would give .717157 there).
+    Confidences outside [0, 1] are clamped first (core_algos.py `confidences = torch.clamp(..., 0, 1)`): 1.3 and
+    -.4 in row 1 act as 1 and 0 (worked below). Split over two processes (row 0 here, row 1 elsewhere),
+    `reduce` summing both processes' (count, sum, sum of squares) of each statistic, gives each row the whole
+    batch's values; whitening the entropy of row 0 alone (z = -1, 0, 1) would give it (.8, 1.141421, 1.1).
+    bf16 inputs give bf16 advantages, as the authors' mask cast to the entropy's dtype does (core_algos.py
+    `response_mask.to(dtype=entropys.dtype)`)."""
+    assert hybrid_advantages(ADVANTAGES, ENTROPY, CONFIDENCE, MASK)[0].tolist() == pytest.approx(
+        [0.8, 1.141421, 1.141421], abs=1e-5)
+    # clamped 1 - C = .1, .5, .3 | 0, 1: mean .38, deviations -.28, .12, -.08, -.38, .62, var .628 / 4 = .157,
+    # sd .396232, z = -.706657, .302853, -.201902, -.959034, 1.564740; S = z(H) + that = -2.120870 (-> -2),
+    # .302853, 1.212311 | -.959034, 1.564740; row 0: 1 + .1 S; row 1: -.5 (1 + .1 S) = -.452048, -.578237
+    shaped = hybrid_advantages(ADVANTAGES, ENTROPY, torch.tensor([[0.9, 0.5, 0.7], [1.3, -0.4, 0.1]]), MASK)
+    assert shaped[0].tolist() == pytest.approx([0.8, 1.030285, 1.121231], abs=1e-5)
+    assert shaped[1].tolist() == pytest.approx([-0.452048, -0.578237, 0.0], abs=1e-5)
+    # two "processes" (threads) holding one row each; `reduce` is an all-reduce sum over them
+    posted, barrier = [None, None], threading.Barrier(2, timeout=10)
+
+    def all_reduce(rank, t):
+        posted[rank] = t
+        barrier.wait()
+        total = posted[0] + posted[1]
+        barrier.wait()  # both have read before either posts its next statistic
+        return total
+
+    rows = [None, None]
+
+    def process(rank):
+        rows[rank] = hybrid_advantages(ADVANTAGES[rank : rank + 1], ENTROPY[rank : rank + 1],
+                                       CONFIDENCE[rank : rank + 1], MASK[rank : rank + 1],
+                                       reduce=lambda t: all_reduce(rank, t))
+
+    threads = [threading.Thread(target=process, args=(rank,), daemon=True) for rank in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert rows[0][0].tolist() == pytest.approx([0.8, 1.141421, 1.141421], abs=1e-5)
+    assert rows[1][0].tolist() == pytest.approx([-0.5, -0.5, 0.0], abs=1e-5)
+    bf16 = hybrid_advantages(ADVANTAGES.bfloat16(), ENTROPY.bfloat16(), CONFIDENCE.bfloat16(), MASK.float())
+    assert bf16.dtype == torch.bfloat16
+
+
 def test_z_scores_pool_every_process_tokens():
     """Two processes holding one completion each standardise as the whole batch does: `reduce` adds
     the other process's (count, sum, sum of squares)."""
@@ -127,6 +173,38 @@ def test_confidence_adaptive_clip_range():
     # a 20-token completion: only its last 16 count (4 tokens at 0, then 16 at 1 -> C_tail 1)
     late = torch.cat([torch.zeros(1, 4), torch.ones(1, 16)], dim=1)
     assert adaptive_clip(late, mask).item() == pytest.approx(0.125, abs=1e-6)
+
+
+def test_token_statistics_default_to_the_authors_top_5_confidence():
+    """ppo_trainer.yaml:939 `confidence_topk: 5`: with top_k left out, p = (.4, .2, .15, .1, .1, .05) gives
+    the top-5 mean (1 - .05) / 5 = .19, not the top-6 mean 1 / 6 = .166667."""
+    p = torch.tensor([[[0.4, 0.2, 0.15, 0.1, 0.1, 0.05]]])
+    _, _, confidence = token_statistics(p.log(), torch.tensor([[1]]))
+    assert confidence.item() == pytest.approx(0.19, abs=1e-6)
+
+
+def test_tail_confidence_window_defaults_to_16_and_divides_by_the_tokens_it_holds():
+    """core_algos.py:213-229 `_compute_tail_confidence`, ppo_trainer.yaml:936 `tail_window: 16`.
+    A 17-token completion, one 0 then sixteen 1s: the last 16 are all 1 -> 1.0 (a 17-token window
+    would give 16 / 17 = .941176). A one-token completion (.6, then padding .9) -> .6 / 1 = .6 (the count
+    clamp is min 1, core_algos.py:226, so it only guards an empty completion, whose mean is 0 / 1 = 0)."""
+    late = torch.cat([torch.zeros(1, 1), torch.ones(1, 16)], dim=1)
+    assert tail_confidence(late, torch.ones(1, 17)).item() == pytest.approx(1.0, abs=1e-6)
+    short = tail_confidence(torch.tensor([[0.6, 0.9], [0.8, 0.8]]), torch.tensor([[1, 0], [0, 0]]))
+    assert short.tolist() == pytest.approx([0.6, 0.0], abs=1e-6)
+
+
+def test_tail_confidence_is_clamped_and_kept_in_the_confidences_dtype_and_device():
+    """As core_algos.py:228-229: the mean is clamped to [0, 1] and returned in the confidence's dtype on its
+    device. Means of 1.5 and -.5 (two tokens each: (1.4 + 1.6) / 2, (-.4 + -.6) / 2) -> 1.0 and 0.0; bf16
+    confidences give a bf16 tail (.5 and .25 are exact in bf16); on the meta device (standing in for a GPU:
+    any device but the CPU) the window is built on the mask's device and the result stays there."""
+    out_of_range = torch.tensor([[1.4, 1.6], [-0.4, -0.6]])
+    assert tail_confidence(out_of_range, torch.ones(2, 2)).tolist() == [1.0, 0.0]
+    half = tail_confidence(torch.tensor([[0.5, 0.5], [0.25, 0.25]], dtype=torch.bfloat16), torch.ones(2, 2))
+    assert half.dtype == torch.bfloat16 and half.tolist() == [0.5, 0.25]
+    on_meta = tail_confidence(torch.ones(2, 3, device="meta"), torch.ones(2, 3, device="meta"))
+    assert on_meta.device.type == "meta" and on_meta.shape == (2,)
 
 
 def test_echo_preset_is_table_5_with_the_authors_update_defaults():

@@ -2,6 +2,7 @@
 colocated engine; with a KL term, its reference model) is built once and every sample starts as the
 first did: the same weights, an empty AdamW state, the lr schedule at its first step, the same seed."""
 
+import pandas as pd
 import torch
 
 from ttrl_bench.adaptation import grpo
@@ -117,3 +118,105 @@ def test_one_autocast_region_casts_the_weights_once_per_round(tiny_model_dir, mo
     import contextlib
 
     assert casts_per_token(contextlib.nullcontext) - casts_per_token(lambda: generation_precision(model)) == 21
+
+
+# --- the per-sample loop with the model's work stood in for (fast: a 2 x 2 layer, no generation) ---
+
+
+def _loop_setup(tmp_path, monkeypatch):
+    """A 2 x 2 layer as the model; two 8 x 6 images (samples a and b, shown at their input sizes 5 and 4);
+    greedy predictions and votes recorded, with the layer's weight each saw."""
+    from PIL import Image
+
+    from ttrl_bench.adaptation import per_sample
+
+    for name in ("a.png", "b.png"):
+        Image.new("RGB", (8, 6), (10, 20, 30)).save(tmp_path / name)
+    samples = pd.DataFrame({"id": ["a", "b"], "image": ["a.png", "b.png"], "prompt": ["Pa", "Pb"],
+                            "input_size": [5, 4]})
+    layer = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        layer.weight.copy_(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    seen = []
+
+    def greedy(model, processor, row, image, max_new_tokens):
+        seen.append(("greedy", row["id"], image.size, max_new_tokens, model.weight.tolist()))
+        return f"answer {row['id']}"
+
+    def vote(model, processor, row, image, hp, reward_params, seed):
+        seen.append(("vote", row["id"], image.size, hp["num_generations"], reward_params, seed))
+        return f"vote {row['id']}"
+
+    monkeypatch.setattr(per_sample, "predict_greedy", greedy)
+    monkeypatch.setattr(per_sample, "consensus_vote", vote)
+    return per_sample, samples, layer, seen
+
+
+def _train(model, one, steps_times):
+    """One 'adaptation': every weight + 1; the log rows and attrs grpo.adapt / adapt_baseline give."""
+    with torch.no_grad():
+        model.weight += 1.0
+    log = pd.DataFrame({"step": [0, 1], "loss": [0.5, 0.25]})
+    log.attrs.update(optimizer_steps=2, weights_changed=1.0, **steps_times)
+    return log
+
+
+def test_each_sample_adapts_from_the_base_weights_and_predicts_after_its_update(tmp_path, monkeypatch):
+    """An Appendix C baseline (a preset with an `objective`): adapt_baseline per sample, on that sample's
+    one-row manifest, with the job's snapshot as `before`. Each starts from the base weight (1, 2, 3, 4),
+    predicts greedily after its update (2, 3, 4, 5) and is restored before the next. The images are resized
+    to each sample's input size (5 x 5, 4 x 4). The log: both samples' 2 rows (0-3), each with its sample id,
+    its 2 updates, 100% of the weights changed and a NaN step time (no GRPO trainer, no `step_times`)."""
+    per_sample, samples, layer, seen = _loop_setup(tmp_path, monkeypatch)
+    calls = []
+
+    def baseline(model, processor, one, image_root, method, out_dir, seed, task=None, before=None):
+        calls.append((one["id"].tolist(), image_root, out_dir, seed, type(task).__name__, before.values["weight"]
+                      .tolist(), model.weight.tolist()))
+        return _train(model, one, {})
+
+    monkeypatch.setattr(per_sample, "adapt_baseline", baseline)
+    method = {"objective": "tent", "hyperparameters": {}, "reward_params": {}}
+    outputs, log, seconds = per_sample.adapt_each_sample(layer, "proc", samples, tmp_path, method, tmp_path / "o",
+                                                         7, max_new_tokens=9)
+    base, after = [[1.0, 2.0], [3.0, 4.0]], [[2.0, 3.0], [4.0, 5.0]]
+    assert calls == [(["a"], tmp_path, tmp_path / "o", 7, "GroundingTask", base, base),
+                     (["b"], tmp_path, tmp_path / "o", 7, "GroundingTask", base, base)]
+    assert seen == [("greedy", "a", (5, 5), 9, after), ("greedy", "b", (4, 4), 9, after)]
+    assert outputs == ["answer a", "answer b"] and len(seconds) == 2 and layer.weight.tolist() == base
+    assert log.index.tolist() == [0, 1, 2, 3] and log["sample"].tolist() == ["a", "a", "b", "b"]
+    assert log["sample_updates"].tolist() == [2] * 4 and log["weights_changed"].tolist() == [1.0] * 4
+    assert log["sample_step_time_s"].isna().all()
+
+
+def test_grpo_samples_share_one_adaptation_and_vote_only_never_updates(tmp_path, monkeypatch):
+    """VR-TTRL's GRPO: one TestTimeAdaptation built on the first sample (model, processor, its manifest,
+    the image root, method, out_dir, seed, the grounding task) and run on it; every later sample reuses it,
+    run on its own manifest; the step time is the sum of TRL's step times (.5 + .25 = .75). With
+    `updates` false (vote-only), the prediction is the consensus of the sample's rollouts, seeded seed +
+    sample index (7, 8), and there is no log."""
+    per_sample, samples, layer, seen = _loop_setup(tmp_path, monkeypatch)
+    built, runs = [], []
+
+    class Adaptation:
+        def __init__(self, model, processor, one, image_root, method, out_dir, seed, task):
+            built.append((one["id"].tolist(), image_root, out_dir, seed, type(task).__name__))
+            self.model = model
+
+        def run(self, one=None, image_root=None, before=None):
+            runs.append((None if one is None else one["id"].tolist(), image_root, before is not None))
+            return _train(self.model, one, {"step_times": [0.5, 0.25]})
+
+    monkeypatch.setattr(per_sample, "TestTimeAdaptation", Adaptation)
+    method = {"hyperparameters": {"num_generations": 4}, "reward_params": {"thresholds": "base"}}
+    outputs, log, _ = per_sample.adapt_each_sample(layer, "proc", samples, tmp_path, method, tmp_path, 7, 9)
+    assert built == [(["a"], tmp_path, tmp_path, 7, "GroundingTask")]
+    assert runs == [(None, None, True), (["b"], tmp_path, True)]
+    assert outputs == ["answer a", "answer b"] and log["sample_step_time_s"].tolist() == [0.75] * 4
+    seen.clear()
+    vote_only = {"hyperparameters": {"updates": False, "num_generations": 4}, "reward_params": {"thresholds": "base"}}
+    outputs, log, seconds = per_sample.adapt_each_sample(layer, "proc", samples, tmp_path, vote_only, tmp_path, 7, 9)
+    assert outputs == ["vote a", "vote b"] and log.empty and len(seconds) == 2
+    assert seen == [("vote", "a", (5, 5), 4, {"thresholds": "base"}, 7), ("vote", "b", (4, 4), 4,
+                                                                          {"thresholds": "base"}, 8)]
+    assert len(built) == 1 and layer.weight.tolist() == [[1.0, 2.0], [3.0, 4.0]]

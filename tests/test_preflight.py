@@ -237,3 +237,28 @@ def test_fetch_command_reads_the_config_as_snakemake_does_and_refuses_before_dow
 
     # the schema's defaults filled in: experiments are off unless enabled, so Table 7's Qwen is not fetched
     assert Plan(load_config(repo / "config/ttrv.yaml")).run_models == ["internvl2.5-4b", "internvl3-2b", "internvl3-8b"]
+
+
+def test_a_hub_id_without_an_organisation_is_looked_up_by_its_name_alone(tmp_path):
+    """The Hub's older canonical datasets have no organisation (e.g. `Food101`): datasets' cache folder is then the
+    snake-cased name alone, food101/<configuration>/<version>/<hash>/ (no `___` joint)."""
+    directory = tmp_path / "food101" / "default" / "0.0.0" / "abc123"
+    directory.mkdir(parents=True)
+    (directory / "dataset_info.json").write_text(json.dumps({"splits": {"validation": {"num_examples": 1}}}))
+    assert dataset_cached("Food101", None, "validation", tmp_path)
+    assert not dataset_cached("Food101", None, "train", tmp_path)
+
+
+def test_fetching_a_dataset_loads_it_as_preparation_does_and_a_clip_benchmark_sets_class_names(monkeypatch):
+    """_fetch_dataset: the registry entry of the need's name goes to datasets/sources.py `_load_hub` (the call
+    preparation makes); a clip-benchmark set (DTD: clip-benchmark/wds_vtab-dtd) also downloads its
+    classnames.txt from the dataset repository, an other set (MME: lmms-lab-encoder/MME) nothing more."""
+    calls = []
+    monkeypatch.setattr("ttrl_bench.datasets.sources._load_hub", lambda spec: calls.append(("load", spec)))
+    monkeypatch.setattr("huggingface_hub.hf_hub_download",
+                        lambda repo, filename, repo_type: calls.append((repo, filename, repo_type)))
+    preflight._fetch_dataset(Need("dataset", "datasets", "clip-benchmark/wds_vtab-dtd", "dtd", None, "test"))
+    assert calls == [("load", REGISTRY["dtd"]), ("clip-benchmark/wds_vtab-dtd", "classnames.txt", "dataset")]
+    calls.clear()
+    preflight._fetch_dataset(Need("dataset", "datasets", "lmms-lab-encoder/MME", "mme", None, "test"))
+    assert calls == [("load", REGISTRY["mme"])]

@@ -6,6 +6,8 @@ lr_warmup_steps_ratio 0.03, warmup_style cosine, loss_agg_mode token-mean, clip_
 "Total training steps: 10" and step:1 .. step:10) and from verl's scheduler (verl/utils/torch_functional.py:
 410-450, min_lr_ratio 0), never from this code's output."""
 
+from __future__ import annotations
+
 import math
 from types import SimpleNamespace
 
@@ -153,3 +155,54 @@ def test_the_logged_configurations_are_the_seven_besides_ttrv():
     assert logged == sorted(f"ttrv-{e}-epochs" + ("-8-prompts" if p == 8 else "") for e, p in LOGGED_ROUNDS)
     ttrv = resolve_method("ttrv")["hyperparameters"]
     assert (ttrv["epochs"], ttrv["generation_batch_size"]) == (2, 64)
+
+
+# The authors' config, pprinted at the top of ai2d_20_OpenGVLab_InternVL3-2B_2e_0916_235226.log (Akshit21112002/TTRV
+# b9cf778, verl/logs/ai2d/20/), line by line: the `ttrv` preset's key, the log's line, the log's key and value.
+AUTHORS_AI2D_CONFIG = [
+    ("learning_rate", 18, "actor.optim.lr", 5e-7),
+    ("warmup_ratio", 20, "actor.optim.lr_warmup_steps_ratio", 0.03),
+    ("lr_scheduler", 23, "actor.optim.warmup_style", "cosine"),
+    ("weight_decay", 24, "actor.optim.weight_decay", 0.01),
+    ("max_grad_norm", 14, "actor.grad_clip", 1.0),
+    ("kl_beta", 15, "actor.kl_loss_coef", 0.001),
+    ("dual_clip", 6, "actor.clip_ratio_c", 3.0),
+    ("micro_batch_size", 28, "actor.ppo_micro_batch_size_per_gpu", 2),
+    ("prompts_per_step", 29, "actor.ppo_mini_batch_size", 1),
+    ("num_generations", 69, "rollout.n", 16),
+    ("n_votes", 70, "rollout.n_vote", 32),
+    ("max_completion_length", 73, "rollout.response_length", 1024),
+    ("epochs", 182, "trainer.total_epochs", 2),
+]
+
+
+@pytest.mark.parametrize("key, line, logged_key, logged", AUTHORS_AI2D_CONFIG, ids=[c[0] for c in AUTHORS_AI2D_CONFIG])
+def test_the_ttrv_preset_is_the_authors_logged_config(key, line, logged_key, logged):
+    """Each hyper-parameter of `ttrv` with no config layer is the value the authors' run printed (log line `line`)."""
+    assert resolve_method("ttrv")["hyperparameters"][key] == logged
+
+
+def test_the_ttrv_preset_translates_the_rest_of_the_log_into_trls_knobs():
+    """The log's other settings, in TRL's terms (hyperparameters.py says why each): a round of train_batch_size 4
+    (line 139) prompts x rollout.n 16 = 64 generated at once; loss_agg_mode token-mean (17) per micro-batch = TRL's
+    "bnpo"; the KL on (use_kl_loss True, 34; low_var_kl = TRL's k3, 16); std-scaled group advantages (GRPO, 84);
+    the lr scheduler stepped per round; the rollout temperature the family's (1.0 for this InternVL run, line 74;
+    1.5 in the Qwen2.5-VL logs); data shuffled (136) with verl's seed 1; the vision encoder frozen."""
+    hp = resolve_method("ttrv")["hyperparameters"]
+    assert (hp["generation_batch_size"], hp["loss_type"], hp["scale_rewards"], hp["lr_schedule_per"]) == \
+        (4 * 16, "bnpo", "group", "round")
+    assert (hp["temperature"], hp["data_seed"], hp["freeze_vision"], hp["gradient_checkpointing"]) == \
+        ("family", 1, True, True)
+
+
+def test_the_appendix_a_preset_is_what_ttrv_appendix_a_states():
+    """TTRV Appendix A: AdamW, cosine, peak lr 5e-7, 32 rollouts (all trained) at temperature 1.0, 1024 tokens; no KL,
+    weight decay or warm-up stated (0); 8 prompts per step from the run script; TRL's own update otherwise (dapo, no
+    dual clip, lr stepped per optimizer step, the run's own data seed)."""
+    hp = resolve_method("ttrv-appendix-a")["hyperparameters"]
+    assert (hp["learning_rate"], hp["lr_scheduler"], hp["num_generations"], hp["n_votes"], hp["temperature"],
+            hp["max_completion_length"]) == (5e-7, "cosine", 32, 32, 1.0, 1024)
+    assert (hp["kl_beta"], hp["weight_decay"], hp["warmup_ratio"], hp["prompts_per_step"], hp["epochs"]) == \
+        (0.0, 0.0, 0.0, 8, 2)
+    assert (hp["loss_type"], hp["dual_clip"], hp["lr_schedule_per"], hp["data_seed"], hp["generation_batch_size"]) == \
+        ("dapo", None, "step", None, None)

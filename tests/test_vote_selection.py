@@ -27,6 +27,47 @@ def test_the_balanced_partitions_worked_by_hand():
         balanced_partitions(LENGTHS[:7], 2)
 
 
+def test_one_partition_takes_every_sequence_and_the_single_chunk_ranks_by_length():
+    """k=1 is one partition of all the indices (each sorted item is its own one-partition state, spread 0; the
+    merges only add them up); k=0 is refused. A single chunk of k=2 ([2, 1]: indices 0 and 1 of lengths 2 and 1)
+    is listed largest first by length, index 0 (length 2) first, not by index."""
+    assert balanced_partitions([3, 1, 2], 1) == [[0, 1, 2]]
+    with pytest.raises(ValueError, match="^3 sequences do not split into 0 partitions of equal count$"):
+        balanced_partitions([3, 1, 2], 0)
+    assert balanced_partitions([2, 1], 2) == [[0], [1]]
+
+
+def test_equal_spreads_merge_the_state_whose_largest_partition_is_larger():
+    """seqlen_balancing.py:79-84: of two states of equal spread the one whose largest set ranks higher (sum, then
+    size, then items) pops first. Lengths ascending (index = rank), k=3, chunks C1 {6,5,2} spread 4,
+    C2 {11,10,7} spread 4, C3 {15,14,13} spread 2, C4 {21,19,18} spread 3.
+    1. C2 and C1 tie on spread 4; C2's largest (11) beats C1's (6): C2 pops first. Merged 11+2=13, 10+5=15,
+       7+6=13 -> M1 (15; 13 = {11,2}; 13 = {7,6}: equal sums and sizes, {11,2} first as its first item has the
+       larger index 5 > 3), spread 2.
+    2. C4 (spread 3) pops first. M1 and C3 tie on spread 2 and on their largest sum 15; M1's largest set has 2
+       items, C3's 1: M1 pops (ranking by the middle set instead, C3's 14 > 13, would take C3). Merged
+       21+{7,6}=34, 19+{11,2}=32, 18+{10,5}=33 -> M2 (34, 33, 32), spread 2.
+    3. M2 (largest 34) with C3: 34+13=47, 33+14=47, 32+15=47, a perfect split. The three sums and sizes tie,
+       so they are listed by their items in insertion order: first items 21 (index 11), 19 (10), 18 (9):
+       {21,7,6,13} = [2, 3, 6, 11], {19,11,2,15} = [0, 5, 8, 10], {18,10,5,14} = [1, 4, 7, 9].
+    Same result as the authors' get_seqlen_balanced_partitions on this input. Taking C3 at step 2 would give
+    sums 48, 47, 46."""
+    lengths = [2, 5, 6, 7, 10, 11, 13, 14, 15, 18, 19, 21]
+    partitions = balanced_partitions(lengths, 3)
+    assert partitions == [[2, 3, 6, 11], [0, 5, 8, 10], [1, 4, 7, 9]]
+    assert [sum(lengths[i] for i in partition) for partition in partitions] == [47, 47, 47]
+
+
+def test_verl_trained_votes_refuses_more_trained_than_votes_and_allows_all():
+    """trained = votes_per_prompt keeps every vote, in partition order: the reorder [0, 1, 4, 6, 2, 3, 5, 7]
+    gives prompt 1 positions 0, 2, 1, 3; 3 trained of 2 votes is refused even though 8 splits into groups of 2."""
+    assert verl_trained_votes(LENGTHS, votes_per_prompt=4, trained=4, partitions=2) == [[0, 1, 2, 3], [0, 2, 1, 3]]
+    with pytest.raises(ValueError, match="^8 votes are not whole groups of 2 with 3 trained$"):
+        verl_trained_votes(LENGTHS, votes_per_prompt=2, trained=3, partitions=2)
+    with pytest.raises(ValueError, match="^7 votes are not whole groups of 4 with 2 trained$"):
+        verl_trained_votes(LENGTHS[:7], votes_per_prompt=4, trained=2, partitions=1)
+
+
 def test_verl_trains_each_prompts_votes_in_the_first_listed_partitions():
     """Reordered [0, 1, 4, 6, 2, 3, 5, 7], regrouped by prompt: prompt 0 [0, 1, 2, 3], prompt 1 [4, 6, 5, 7];
     the first 2 of each: prompt 0's votes 0 and 1, prompt 1's votes 0 and 2 (lengths 12 and 30, not 12 and 13)."""
@@ -49,3 +90,23 @@ def test_the_trainer_permutes_a_round_so_verls_choice_is_trained():
     assert order == [0, 2, 1, 3, 4, 5, 6, 7]
     assert [LENGTHS[order[i]] for i in range(0, 8, 2)] == [10, 14, 12, 30]
 
+
+
+def test_the_second_process_permutes_only_its_own_prompt_and_whole_prompts_are_required(monkeypatch):
+    """Two processes, 4 samples each (1 prompt x 2 rows x 2 copies): process 1 (offset 4) holds prompt 1, whose
+    trained votes over the gathered round are its positions 0 and 2 (as above), so its local order is
+    trained_first_order([0, 2], 4, 2) = [0, 1, 2, 3], local indices (start 4 - 4 = 0). With 2 and 4 samples per
+    process, process 1 starts at sample 2, mid-prompt: refused, naming samples 2..2+4-1 = 5."""
+    import accelerate.utils
+
+    trainer = SimpleNamespace(num_generations=2)
+    monkeypatch.setattr(trainer_module, "process_state", lambda: SimpleNamespace(process_index=1))
+    gathered = {1: [4, 4], 4: LENGTHS}
+    monkeypatch.setattr(accelerate.utils, "gather_object", lambda values: gathered[len(values)])
+    assert trainer_module.TestTimeGRPOTrainer._verl_vote_order(trainer, LENGTHS[4:], copies=2) == [0, 1, 2, 3]
+    gathered = {1: [2, 4]}
+    with pytest.raises(ValueError) as error:
+        trainer_module.TestTimeGRPOTrainer._verl_vote_order(trainer, LENGTHS[2:6], copies=2)
+    assert str(error.value) == (
+        "trained_votes: verl needs each prompt's 4 votes on one process; this process holds samples 2..5: give each "
+        "process whole prompts (generation_batch_size a multiple of num_generations x processes) or use `first`")

@@ -1,0 +1,355 @@
+"""Issue 39: the plan's jobs worked by hand. One multi-GPU adaptation of config/vr-ttrl.yaml from its traces to
+its GPUs, per-GPU peak, host memory, SLURM time limit and GPU-hours; the cost model's defaults by name; and
+the grid's pure helpers that only the workflow's (slow) Snakemake runs reach: Job.of, the evaluation's
+inputs, the paper names, the final outputs, the launcher's rendezvous port, the trace cache's folder and
+shipping."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from ttrl_bench.plan import Job, Plan, Request, job_request, load_config, validated
+from ttrl_bench.plan import cost, memory, resources
+from ttrl_bench.plan.config import merge
+from ttrl_bench.plan.memory import StepShape
+
+REPO = Path(__file__).resolve().parents[1]
+
+# --- one 4-GPU adaptation of the VR-TTRL config, from its traces ---------------------------------------------
+
+# The shipped traces (plan/data/traces.json) this job's numbers rest on. Qwen2.5-VL-7B: 8,292,166,656 parameters,
+# 7,660,190,976 trained (the vision tower frozen but its patch merger: hyperparameters.py VR_TTRL freeze_vision
+# True). fp32 weights + gradients + 2 AdamW moments of the trained part: 4 P + 12 T bytes = 125.090958336 GB.
+P, T = 8_292_166_656, 7_660_190_976
+PEAK = {2: 145.798038536, 4: 152.253278216}  # traced training step at micro-batch 2 and 4 (GB)
+FLOPS_MB2 = 293_846_727_000_064.0  # FLOPs of the traced step at micro-batch 2
+# the two measured training points (calibration.csv probe-bf16 / probe-fp32, InternVL3-2B on one H100)
+PROBE_TRACED = {"bf16": 45.879989688, "fp32": 89.027074744}
+PROBE_FLOPS = 856_365_187_006_464.0  # probe-bf16's traced FLOPs, 32 sequences x (48 + 1280 + 32) tokens
+
+
+def _vr_ttrl_job(plan: Plan) -> Job:
+    return Job("adapt_per_sample", "qwen2.5-vl-7b", "vr-ttrl", "reasonseg", None, "n20_random_authors", 0)
+
+
+def test_a_4_gpu_vr_ttrl_adaptation_worked_by_hand_from_its_traces(tmp_path, monkeypatch):
+    """VR-TTRL on Qwen2.5-VL-7B, ReasonSeg (config/vr-ttrl.yaml). Its settings (hyperparameters.py
+    VR_TTRL_HYPERPARAMETERS): 8 rollouts, all trained, 1 prompt per step, 1024 completion tokens, micro-batch 4,
+    KL reference (kl_beta 0.01), 5 epochs on each of the 200 evaluated samples (vr-ttrl.yaml grounding.samples
+    200): 1000 rounds; the rollouts from vLLM (rollout_backend auto) reserving 0.3 x 80 = 24 GB of each GPU.
+
+    Calibration: (37.6 / 45.880 + 66.6 / 89.027) / 2 = (0.81953 + 0.74809) / 2 = 0.78381.
+    State 4 P + 12 T = 33.169 + 91.922 = 125.091 GB; activations: the trace's peak minus it.
+    1 GPU: 0.784 x (125.09 + 27.16) + 2 P / 1e9 (bf16 reference 16.58) + 24 = 159.9 GB > 80.
+    2 GPUs (4 rollouts a process, micro-batch 4): 0.784 x (62.55 + 27.16) + 8.29 + 24 = 102.6 GB > 80.
+    4 GPUs: 8 rollouts / 4 processes leave 2 a process, so the micro-batch 4 runs as 2 (adaptation/layout.py):
+    0.784 x (31.27 + 20.71) + 4.15 + 24 = 68.89 GB <= 80: 4 GPUs, no offload.
+    Host: 4 processes x 4 P (fp32 loads, 132.67) + 4 x 4 T (pinned snapshots, per sample: 122.56) + 4 x 2 P
+    (bf16 references, 66.34) + 4 x 8 GB = 353.575 GB; request ceil(1.1 x 353.575 = 388.93) GB = 389000 MB.
+    Throughput: probe-bf16's FLOPs per token 8.5637e14 / 43,520 = 1.9678e10, x 64 sequences x 1,495.4 tokens /
+    (9.4 s x 4 GPUs) = 5.0086e13 FLOP/s per GPU. FLOPs per sequence 2.9385e14 / 2 = 1.4692e14; per round
+    8 x 1.4692e14 (trained) + 8 x 1.4692e14 / 3 x 2 (old + reference forwards) + 8 x 1024 x 2 x P (decoding)
+    = 2.0948e15; x 1000 rounds = 2.0948e18. Compute: 2.0948e18 / (5.0086e13 x 4) / 60 = 174.27 minutes,
+    + 10 of start-up = 184.27; SLURM limit ceil(2 x 184.27) = 369 minutes; GPU-hours 4 x 184.27 / 60 = 12.28."""
+    monkeypatch.chdir(tmp_path)  # a fresh results tree
+    monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "traces"))  # only the shipped traces count
+    monkeypatch.setattr(memory, "trace_step", lambda *a: pytest.fail("a trace that is not shipped"))
+    plan = Plan(load_config(REPO / "config/vr-ttrl.yaml"))
+    job = _vr_ttrl_job(plan)
+    assert job in plan.jobs()
+    settings = cost.job_settings(plan, job)
+    assert (settings.rollouts, settings.trained, settings.prompts_per_step, settings.new_tokens, settings.rounds,
+            settings.micro_batch, settings.reference, settings.per_sample, settings.vllm_share) == (
+        8, 8, 1, 1024, 200 * 5, 4, True, True, 0.3)
+    # the literals above are the shipped traces
+    config = memory.model_config("Qwen/Qwen2.5-VL-7B-Instruct")
+    for micro_batch, peak in PEAK.items():
+        trace = memory.cached_trace(config, settings.shape(micro_batch))
+        assert (trace.peak_gb, trace.parameters, trace.trainable) == (peak, P, T)
+    assert memory.cached_trace(config, settings.shape(2)).flops == FLOPS_MB2
+
+    factor = (37.6 / PROBE_TRACED["bf16"] + 66.6 / PROBE_TRACED["fp32"]) / 2
+    assert cost.calibration().factor == pytest.approx(factor, rel=1e-12)
+    state = (4 * P + 12 * T) / 1e9
+    assert state == pytest.approx(125.090958336)
+
+    def peak_gb(gpus, micro_batch):
+        return factor * (state / gpus + PEAK[micro_batch] - state) + 2 * P / 1e9 / gpus + 0.3 * 80
+
+    assert (round(peak_gb(1, 4), 1), round(peak_gb(2, 4), 1), round(peak_gb(4, 2), 2)) == (159.9, 102.6, 68.89)
+    host = 4 * 4 * P / 1e9 + 4 * 4 * T / 1e9 + 4 * 2 * P / 1e9 + 4 * 8
+    assert round(host, 3) == 353.575
+    rate = PROBE_FLOPS / (32 * (48 + 1280 + 32)) * 64 * (1490 + 5.4) / (9.4 * 4)
+    flops = 1000 * (8 * FLOPS_MB2 / 2 + 8 * FLOPS_MB2 / 2 / 3 * 2 + 8 * 1024 * 2 * P)
+    minutes = flops / (rate * 4) / 60 + 10
+    assert round(minutes, 2) == 184.27
+
+    d = cost.job_decision(plan, job)
+    assert (d.gpus, d.offload, d.micro_batch) == (4, False, 2)
+    assert d.gpu_peak_gb == round(peak_gb(4, 2), 1) == 68.9
+    assert d.predicted["train_gb"] == pytest.approx(peak_gb(4, 2), rel=1e-9)
+    assert d.predicted["generation_gb"] == 0.0  # vLLM generates: HF's generate never runs
+    assert (d.predicted["state_gb"], d.predicted["reference_gb"], d.predicted["vllm_gb"]) == pytest.approx(
+        (state, 2 * P / 1e9 / 4, 24.0), rel=1e-12)
+    assert d.predicted["activations_gb"] == pytest.approx(PEAK[2] - state, rel=1e-12)
+    assert (d.predicted["checkpoint_loads"], d.predicted["snapshots"], d.predicted["offloaded_state"],
+            d.predicted["reference_loads"], d.predicted["processes"]) == pytest.approx(
+        (16 * P / 1e9, 16 * T / 1e9, 0.0, 8 * P / 1e9, 32.0), rel=1e-12)
+    assert (d.host_gb, d.mem_mb) == (353.6, 389000) and math.ceil(1.1 * host) == 389
+    assert d.predicted["flops_per_gpu_second"] == pytest.approx(rate, rel=1e-12)
+    assert d.predicted["flops"] == pytest.approx(flops, rel=1e-12)
+    assert d.predicted["compute_min"] == pytest.approx(minutes - 10, rel=1e-12)
+    assert (d.runtime_min, d.gpu_hours) == (math.ceil(2 * minutes), round(4 * minutes / 60, 2)) == (369, 12.28)
+    # what SLURM is asked, and the --main_process_port of its launcher
+    assert job_request(plan, job) == Request(4, 389000, 369, threads=1, offload=False, micro_batch=2)
+    # the plan's row: the predicted minutes, round(12.28 x 60 / 4) = 184, not the limit
+    plan.jobs = lambda: [job]
+    rows, totals = resources.plan_table(plan)
+    row = next(r for r in rows if r["rule"] == "adapt_per_sample")
+    assert row == {"rule": "adapt_per_sample", "job": "adapt_per_sample qwen2.5-vl-7b/vr-ttrl/reasonseg/"
+                   "n20_random_authors/seed0", "gpus": 4, "offload": False, "micro_batch": 2, "gpu_peak_gb": 68.9,
+                   "host_gb": 353.6, "minutes": 184, "gpu_hours": 12.28}
+    assert (totals["gpu_hours"], totals["gpu_hours_by_rule"], totals["node_hours"]) == (
+        12.3, {"adapt_per_sample": 12.3}, round(184 / 60, 1))
+
+
+def test_the_same_job_on_one_gpu_offloads_and_costs_three_times_the_compute(tmp_path, monkeypatch):
+    """models.qwen2.5-vl-7b.gpus: 1 (what `ttrl-bench plan` proposes, resources.fewer_gpus). One process: all 8
+    rollouts, micro-batch 4. Without offload 159.9 GB (previous test): offload, the state on the host:
+    0.784 x (152.253 - 125.091 = 27.162) + 16.584 (bf16 reference) + 24 = 61.87 GB. Host: one fp32 load 4 P
+    (33.169) + one snapshot 4 T (30.641) + the offloaded 16 T + 4 (P - T) (122.563 + 2.528) + 2 P (16.584) + 8
+    = 213.48 GB -> ceil(234.83) = 235000 MB. FLOPs per sequence are the same at micro-batch 4 (linear), so the
+    compute is 4 x 174.27 = 697.07 minutes, PCIe-bound x 3 + 10 = 2101.2 minutes: 35.02 GPU-hours (against
+    4 x 184.27 / 60 = 12.28 on 4 GPUs), limit ceil(2 x 2101.2) = 4203."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "traces"))
+    monkeypatch.setattr(memory, "trace_step", lambda *a: pytest.fail("a trace that is not shipped"))
+    plan = Plan(load_config(REPO / "config/vr-ttrl.yaml"))
+    job = _vr_ttrl_job(plan)
+    factor = (37.6 / PROBE_TRACED["bf16"] + 66.6 / PROBE_TRACED["fp32"]) / 2
+    state = (4 * P + 12 * T) / 1e9
+    peak = factor * (PEAK[4] - state) + 2 * P / 1e9 + 24
+    host = 4 * P / 1e9 + 4 * T / 1e9 + (16 * T + 4 * (P - T)) / 1e9 + 2 * P / 1e9 + 8
+    rate = PROBE_FLOPS / (32 * (48 + 1280 + 32)) * 64 * (1490 + 5.4) / (9.4 * 4)
+    compute = 1000 * (8 * FLOPS_MB2 / 2 * (1 + 2 / 3) + 8 * 1024 * 2 * P) / rate / 60
+    minutes = 3 * compute + 10
+    assert (round(peak, 2), round(host, 2), round(compute, 2), round(minutes, 1)) == (61.87, 213.48, 697.07, 2101.2)
+    d = cost.job_decision(plan, job, gpus=1)
+    assert (d.gpus, d.offload, d.micro_batch, d.gpu_peak_gb, d.host_gb, d.mem_mb) == (1, True, 4, 61.9, 213.5, 235000)
+    assert d.predicted["offloaded_state"] == pytest.approx((16 * T + 4 * (P - T)) / 1e9, rel=1e-12)
+    assert (d.runtime_min, d.gpu_hours) == (math.ceil(2 * minutes), round(minutes / 60, 2)) == (4203, 35.02)
+    plan.jobs = lambda: [job]
+    assert resources.fewer_gpus(plan) == [
+        "models.qwen2.5-vl-7b.gpus: 1 runs its 1 multi-GPU adaptation(s) on one GPU each, 1 of them with offload: "
+        "35.0 GPU-hours instead of 12.3"]
+
+
+# --- the defaults, by name -------------------------------------------------------------------------------------
+
+def test_the_cost_models_defaults_by_name():
+    """Each default the requests rest on, with its reason: GPU counts powers of two up to a node's 8; micro-batches
+    halving from 64; 8 GB of host memory per process; the prefill factor 1 (the oom-hf-generate point); the TTRV
+    authors' update (docs/ttrv-authors-logs.md: 4 prompts x 16 trained rollouts of ~1,490 + 5.4 tokens in 9.4 s on
+    4 GPUs); a built demo model's 8000 MB and 40 minutes; InternVL's 5 tiles x 256 = 1,280 image tokens and 64
+    text tokens per prompt; an 80 GB GPU and a vLLM share of 0.3 (the config schema's defaults)."""
+    assert cost.GPU_COUNTS == (1, 2, 4, 8)
+    assert cost.MICRO_BATCHES == (64, 32, 16, 8, 4, 2, 1)
+    assert cost.HOST_OVERHEAD_GB == 8.0
+    assert cost.PREFILL_FACTOR == 1.0 and cost.Calibration(0.5, []).prefill == 1.0
+    assert cost.AUTHORS_UPDATE == {"sequences": 4 * 16, "tokens": 1490 + 5.4, "seconds": 9.4, "gpus": 4}
+    assert (resources.BUILT_MEM_MB, resources.BUILT_RUNTIME) == (8000, 40)
+    assert resources.ADAPT_RULES == ("adapt", "adapt_per_sample")
+    assert resources.GPU_RULES == ("adapt", "adapt_per_sample", "evaluate")
+    s = cost.JobSettings(rollouts=32, trained=16, prompts_per_step=1, new_tokens=1024, rounds=1)
+    assert (s.micro_batch, s.prompt_tokens, s.image_tokens, s.freeze_vision, s.gradient_checkpointing, s.reference,
+            s.fp32_master, s.generation_batch, s.per_sample, s.vllm_share, s.lora_rank, s.lora_targets) == (
+        None, 64, 5 * 256, True, True, True, True, None, False, 0.0, 0, "all-linear")
+    shape = StepShape(sequences=1, prompt_tokens=1, image_tokens=1, new_tokens=1)
+    assert (shape.fp32_master, shape.trainable_vision, shape.gradient_checkpointing, shape.kind, shape.autocast,
+            shape.trainable_adapter, shape.lora_rank, shape.lora_targets) == (
+        True, True, True, "train", True, False, 0, "all-linear")
+    # the schema's defaults as a validated config holds them (config/config.yaml sets neither)
+    config = validated(yaml.safe_load((REPO / "config/config.yaml").read_text()))
+    assert config["resources"]["gpu_memory_gb"] == 80
+    assert config["adaptation"]["vllm"]["gpu_memory_utilization"] == 0.3
+    # a preset without the keys: one generation, nothing frozen (the trainer's default), checkpointing on,
+    # no reference without kl_beta, 1024 completion tokens, the micro-batch left to the decision
+    s = cost.JobSettings.from_preset({}, n_samples=20)
+    assert (s.rollouts, s.trained, s.prompts_per_step, s.new_tokens, s.rounds, s.micro_batch, s.freeze_vision,
+            s.gradient_checkpointing, s.reference, s.generation_batch, s.per_sample) == (
+        1, 1, 1, 1024, 20, None, False, True, False, None, False)
+
+
+def test_a_benchmark_point_is_predicted_with_the_calibration_points_defaults(tmp_path, monkeypatch):
+    """benchmarks/gpu.py writes predict_for_benchmark beside each measured peak. Its defaults are the shape
+    the probes ran (calibration.csv probe-bf16 / probe-fp32): 48 text tokens, a trainable vision tower, gradient
+    checkpointing. So the probes' own numbers, 32 sequences x 32 new tokens x 1,280 image tokens, find their
+    shipped traces: 0.78381 x 45.880 = 35.96 GB (bf16 weights, measured 37.6) and 0.78381 x 89.027 = 69.78 GB
+    (fp32 master, measured 66.6)."""
+    cost.calibration()  # the real calibration, before any trace is stubbed
+    monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "traces"))
+    monkeypatch.setattr(memory, "trace_step", lambda *a: pytest.fail("a shape the probes did not run"))
+    factor = (37.6 / PROBE_TRACED["bf16"] + 66.6 / PROBE_TRACED["fp32"]) / 2
+    bf16 = cost.predict_for_benchmark("OpenGVLab/InternVL3-2B-hf", 32, 32, 1280, fp32_master=False)
+    fp32 = cost.predict_for_benchmark("OpenGVLab/InternVL3-2B-hf", 32, 32, 1280, fp32_master=True)
+    assert (bf16, fp32) == pytest.approx((factor * PROBE_TRACED["bf16"], factor * PROBE_TRACED["fp32"]), rel=1e-12)
+    assert (round(bf16, 2), round(fp32, 2)) == (35.96, 69.78)
+    # the arguments go where they are named: 48 given explicitly is the same point
+    assert cost.predict_for_benchmark("OpenGVLab/InternVL3-2B-hf", sequences=32, new_tokens=32, image_tokens=1280,
+                                      fp32_master=False, trainable_vision=True, prompt_tokens=48,
+                                      gradient_checkpointing=True) == bf16
+    # the other arguments reach the shape: oom-vr-ttrl-7b (Qwen2.5-VL-7B, 8 x 256 new tokens, 64 text and 900 image
+    # tokens, fp32, the tower frozen) is 0.78381 x 147.868 = 115.90 GB, over the H100's 80
+    vr = cost.predict_for_benchmark("Qwen/Qwen2.5-VL-7B-Instruct", 8, 256, 900, fp32_master=True,
+                                    trainable_vision=False, prompt_tokens=64)
+    assert round(vr, 2) == round(factor * 147.867965812, 2) == 115.90
+    # and without gradient checkpointing (no such point measured: the trace stubbed, 10 GB)
+    shapes = []
+    monkeypatch.setattr(memory, "cached_trace", lambda config, shape: shapes.append(shape) or memory.Trace(
+        10.0, 1, 1, 1.0, 0.0, {}))
+    assert cost.predict_for_benchmark("OpenGVLab/InternVL3-2B-hf", 4, 16, 256, fp32_master=True,
+                                      gradient_checkpointing=False) == pytest.approx(factor * 10.0, rel=1e-12)
+    assert shapes == [StepShape(4, 48, 256, 16, fp32_master=True, trainable_vision=True, gradient_checkpointing=False)]
+
+
+# --- the grid's helpers the Snakefile calls --------------------------------------------------------------------
+
+def test_a_job_is_named_by_its_rules_wildcards():
+    """Snakemake's wildcards: an adaptation names its train set `dataset`, an evaluation `train` and `target`;
+    the seed comes as text; conversion has only a model (no seed: None, not int(None))."""
+    adapt = SimpleNamespace(model="m", method="ttrv", dataset="ai2d", protocol="n20_random", seed="0")
+    assert Job.of("adapt", adapt) == Job("adapt", "m", "ttrv", "ai2d", None, "n20_random", 0)
+    evaluate = SimpleNamespace(model="m", method="ttrv", train="ai2d", target="mme", protocol="n20_random", seed="3")
+    assert Job.of("evaluate", evaluate) == Job("evaluate", "m", "ttrv", "ai2d", "mme", "n20_random", 3)
+    assert Job.of("convert_model", SimpleNamespace(model="m")) == Job("convert_model", "m")
+
+
+def _three_models(results: str = "results") -> Plan:
+    """The demo config with a built model, a converted one and a Hub one (the last with its paper name)."""
+    base = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    extra = {"models": {"hub": {"source": "OpenGVLab/InternVL3-2B-hf", "paper_name": "InternVL3-2B"},
+                        "cv": {"convert_from": "OpenGVLab/InternVL2_5-4B"}}}
+    return Plan(validated(merge(base, extra)), results=results)
+
+
+def test_an_evaluation_reads_the_base_model_or_the_adapted_weights():
+    """Zero-shot: the model's source, an input file only where this workflow makes it (built: results/models/demo;
+    converted: <results>/models/converted/cv); a Hub id is no file ([]). Adapted: the adaptation's model folder
+    and its run.json under <results>/adapt/<model>/<method>/<train>/<protocol>/seed<seed>."""
+    plan = _three_models("out")
+    zero = dict(method="zero-shot", dataset="none", target="demo-digits", protocol="n20_random", seed=0)
+    assert plan.eval_model(Job("evaluate", "hub", **zero)) == ("OpenGVLab/InternVL3-2B-hf", {"model": []})
+    assert plan.eval_model(Job("evaluate", "demo", **zero)) == ("results/models/demo", {"model": "results/models/demo"})
+    assert plan.eval_model(Job("evaluate", "cv", **zero)) == ("out/models/converted/cv",
+                                                              {"model": "out/models/converted/cv"})
+    adapted = "out/adapt/demo/ttrv/demo-digits/n20_random/seed1"
+    assert plan.eval_model(Job("evaluate", "demo", "ttrv", "demo-digits", "demo-digits", "n20_random", 1)) == (
+        f"{adapted}/model", {"model": f"{adapted}/model", "run": f"{adapted}/run.json"})
+    assert plan.paper_model_names() == {"demo": "demo", "hub": "InternVL3-2B", "cv": "cv"}
+
+
+def test_the_default_target_builds_the_store_tables_figures_and_audit():
+    plan = _three_models("out")
+    assert plan.final_outputs() == [
+        "out/benchmark.duckdb", "out/tables/ttrv_table1_layout.md", "out/tables/fidelity.md",
+        "out/figures/accuracy.png", "out/figures/training_curves.png", "out/figures/cross_dataset.png",
+        "out/figures/step_costs.png", "out/audit/reward_audit.png"]
+
+
+def test_a_multi_gpu_job_launches_on_its_own_rendezvous_port():
+    """A built model's adaptation asks models.demo.gpus (2) without tracing, so its launcher is accelerate with 2
+    processes and the port 29500 + crc32(repr(job)) % 2000: crc32 of "Job(rule='adapt', model='demo',
+    method='ttrv', dataset='demo-digits', target=None, protocol='n20_random', seed=0)" is 2,631,181,188 = 0x9cd4a384,
+    % 2000 = 1188: port 30688; seed 1's is 2,244,973,253 % 2000 = 1253: 30753 (jobs sharing a node differ).
+    An evaluation: one GPU, plain Python, no port."""
+    base = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    plan = Plan(validated(merge(base, {"models": {"demo": {"gpus": 2}}})))
+    adapt = Job("adapt", "demo", "ttrv", "demo-digits", None, "n20_random", 0)
+    assert job_request(plan, adapt) == Request(2, resources.BUILT_MEM_MB, resources.BUILT_RUNTIME)
+    prefix = ("accelerate launch --num_processes 2 --num_machines 1 --use_fsdp --fsdp_version 2 --fsdp_auto_wrap_policy "
+              "TRANSFORMER_BASED_WRAP --fsdp_state_dict_type FULL_STATE_DICT --fsdp_offload_params false "
+              "--main_process_port {} -m ttrl_bench.cli")
+    assert resources.launch_command(plan, adapt) == prefix.format(30688)
+    assert resources.launch_command(plan, Job("adapt", "demo", "ttrv", "demo-digits", None, "n20_random", 1)) == \
+        prefix.format(30753)
+    evaluation = Job("evaluate", "demo", "zero-shot", "none", "demo-digits", "n20_random", 0)
+    assert resources.launch_command(plan, evaluation) == "python -m ttrl_bench.cli"
+    assert resources.largest_gpu_request(plan) == 2
+
+
+# --- the trace cache ---------------------------------------------------------------------------------------------
+
+def test_the_trace_cache_folder_is_the_environments_or_the_users(tmp_path, monkeypatch):
+    monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "mine"))
+    assert memory.cache_dir() == tmp_path / "mine"
+    monkeypatch.delenv("TTRL_BENCH_TRACE_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert memory.cache_dir() == tmp_path / "home" / ".cache" / "ttrl-bench" / "traces"
+
+
+def test_shipping_the_cache_adds_each_local_trace_to_the_shipped_file(tmp_path, monkeypatch):
+    """ship_cache: every <key>.json of the local cache (nothing else there) joins the shipped entries under its key;
+    the file is rewritten with sorted keys at every level, one space of indent, a final newline, and the count of
+    entries returned: 1 shipped + 2 local = 3. Without a shipped file, the local ones alone: 2."""
+    shipped = tmp_path / "traces.json"
+    shipped.write_text(json.dumps({"b0": {"z": 1, "a": 2}}))
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "k2.json").write_text(json.dumps({"trace": {"peak_gb": 2.0}, "shape": {"sequences": 2}}))
+    (cache / "a1.json").write_text(json.dumps({"trace": {"peak_gb": 1.0}}))
+    (cache / "notes.txt").write_text("not a trace")
+    monkeypatch.setattr(memory, "SHIPPED_TRACES", shipped)
+    monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(cache))
+    assert memory.ship_cache() == 3
+    assert shipped.read_text() == (
+        '{\n "a1": {\n  "trace": {\n   "peak_gb": 1.0\n  }\n },\n "b0": {\n  "a": 2,\n  "z": 1\n },\n'
+        ' "k2": {\n  "shape": {\n   "sequences": 2\n  },\n  "trace": {\n   "peak_gb": 2.0\n  }\n }\n}\n')
+    shipped.unlink()
+    assert memory.ship_cache() == 2
+    assert list(json.loads(shipped.read_text())) == ["a1", "k2"]
+
+
+# --- the layout the decision tries -------------------------------------------------------------------------------
+
+def test_the_decisions_layout_is_the_jobs_batch_layout_without_its_warnings(tmp_path, monkeypatch):
+    """job_layout: (GPUs, micro-batch) -> the micro-batch adaptation/layout.py runs. VR-TTRL per sample: 8 rollouts of
+    1 prompt (hyperparameters.py), spread over the processes: 8 / 1 = 8, 8 / 2 = 4 and 8 / 4 = 2 a process, so the
+    preset's micro-batch 4 runs as 4, 4 and 2. The layout's warnings are the job's to print: the planner's call
+    silences the layout logger to ERROR and gives it back its own level afterwards, also when the layout raises."""
+    import logging
+
+    monkeypatch.chdir(tmp_path)
+    plan = Plan(load_config(REPO / "config/vr-ttrl.yaml"))
+    layout = cost.job_layout(plan, _vr_ttrl_job(plan))
+    assert [layout(gpus, 4) for gpus in (1, 2, 4)] == [4, 4, 2]
+    logger = logging.getLogger("ttrl_bench.adaptation.layout")
+    monkeypatch.setattr(logger, "level", logging.INFO)
+    seen = []
+    with cost._quiet("ttrl_bench.adaptation.layout"):
+        seen.append(logger.level)
+    assert (seen, logger.level) == ([logging.ERROR], logging.INFO)
+    with pytest.raises(RuntimeError), cost._quiet("ttrl_bench.adaptation.layout"):
+        raise RuntimeError("a refused layout")
+    assert logger.level == logging.INFO
+
+
+def test_a_freeze_vision_of_authors_must_be_resolved_before_a_shape():
+    """"authors" freezes by model family (models/families.py), which job_settings resolves from the model's config;
+    a shape asked before that is refused, naming the setting and where it is resolved."""
+    settings = cost.JobSettings(rollouts=8, trained=8, prompts_per_step=1, new_tokens=16, rounds=1,
+                                freeze_vision="authors")
+    with pytest.raises(ValueError) as error:
+        settings.shape(2)
+    assert str(error.value) == ("JobSettings.freeze_vision 'authors' is resolved per model (job_settings) before "
+                                "shapes")
+    # resolved: True trains the adapter only, False the whole tower
+    assert (cost.replace(settings, freeze_vision=True).shape(2).trainable_vision,
+            cost.replace(settings, freeze_vision=True).shape(2).trainable_adapter) == (False, True)
+    assert (cost.replace(settings, freeze_vision=False).shape(2, "prefill").trainable_vision,
+            cost.replace(settings, freeze_vision=False).shape(2, "prefill").kind) == (True, "prefill")
