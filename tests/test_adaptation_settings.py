@@ -209,6 +209,18 @@ def test_optimizer_arguments_carry_the_ttrv_authors_settings():
         (5e-7, 0.03, "cosine", 0.01, 1.0, 1, 3, False)
 
 
+
+def test_optimizer_arguments_pass_a_presets_own_schedule_and_clip_through():
+    """A block that sets them (both are keys config `adaptation.hyperparameters` accepts, hyperparameters.py): TRL gets
+    the schedule by its own name and the clip as given, not the defaults cosine / 1.0, and the rest as given."""
+    from ttrl_bench.adaptation.config import optimizer_arguments
+
+    args = optimizer_arguments({"learning_rate": 2e-6, "lr_scheduler": "constant_with_warmup", "max_grad_norm": 0.25,
+                                "warmup_ratio": 0.1, "weight_decay": 0.05, "data_seed": 4}, 9)
+    assert (args["learning_rate"], args["lr_scheduler_type"], args["max_grad_norm"], args["warmup_steps"],
+            args["weight_decay"], args["data_seed"], args["seed"]) == (
+        2e-6, "constant_with_warmup", 0.25, 0.1, 0.05, 4, 9)
+
 _BARE = {"num_generations": 4, "max_completion_length": 8, "temperature": 0.7, "epochs": 2, "learning_rate": 1e-6}
 
 

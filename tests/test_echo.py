@@ -12,6 +12,7 @@ from ttrl_bench.adaptation import trainer as trainer_module
 from ttrl_bench.adaptation.echo import (
     LogitStatistics,
     adaptive_clip,
+    check_update,
     hybrid_advantages,
     masked_whiten,
     tail_confidence,
@@ -193,6 +194,33 @@ def test_tail_confidence_window_defaults_to_16_and_divides_by_the_tokens_it_hold
     short = tail_confidence(torch.tensor([[0.6, 0.9], [0.8, 0.8]]), torch.tensor([[1, 0], [0, 0]]))
     assert short.tolist() == pytest.approx([0.6, 0.0], abs=1e-6)
 
+
+
+def test_a_window_of_zero_or_less_is_the_whole_completion_and_top_k_is_at_least_one():
+    """core_algos.py:217-218: `tail_window <= 0` is the whole width, so the mean over every completion token:
+    (.2 + .4 + .9) / 3 = .5 (not an empty window's 0 / 1 = 0). dp_actor.py:281 `max(1, min(topk, V))`: a top-k of
+    0 or less is the most likely token's probability, .4 for p = (.4, .2, .15, .1, .1, .05) (not the NaN mean of
+    no values); 99 is every token, 1 / 6."""
+    confidence, mask = torch.tensor([[0.2, 0.4, 0.9, 0.7]]), torch.tensor([[1, 1, 1, 0]])
+    for window in (0, -3):
+        assert tail_confidence(confidence, mask, window).item() == pytest.approx(0.5, abs=1e-6)
+    assert tail_confidence(confidence, mask, 1).item() == pytest.approx(0.9, abs=1e-6)
+    p = torch.tensor([[[0.4, 0.2, 0.15, 0.1, 0.1, 0.05]]])
+    for k, expected in ((0, 0.4), (-2, 0.4), (1, 0.4), (99, 1 / 6)):
+        assert token_statistics(p.log(), torch.tensor([[1]]), top_k=k)[2].item() == pytest.approx(expected, abs=1e-6)
+
+
+def test_equal_token_statistics_whiten_to_zero_and_an_unknown_echo_parameter_names_the_known_ones():
+    """verl's masked_whiten (torch_functional.py) adds 1e-8 to the variance before rsqrt: 4 equal entropies (.7) have
+    variance 0, so every z is 0 x 1e4 = 0 (with the variance's epsilon subtracted, rsqrt(-1e-8) would make them NaN).
+    check_update refuses a misspelt key naming it and the ten known ones in ppo_trainer.yaml's order."""
+    z = masked_whiten(torch.full((1, 4), 0.7), torch.ones(1, 4))
+    assert z.tolist() == [[0.0, 0.0, 0.0, 0.0]]
+    with pytest.raises(KeyError) as refused:
+        check_update({"kapa": 4.0, "alpha": 2.0})
+    assert refused.value.args[0] == ("echo update: unknown parameter(s) ['kapa']; known: alpha, beta, s_max, mult_coeff, "
+                                     "tail_window, confidence_topk, eps_min, eps_max, kappa, use_adaptive_clip")
+    assert check_update({"alpha": 2.0})["alpha"] == 2.0 and check_update({})["kappa"] == 4.0
 
 def test_tail_confidence_is_clamped_and_kept_in_the_confidences_dtype_and_device():
     """As core_algos.py:228-229: the mean is clamped to [0, 1] and returned in the confidence's dtype on its

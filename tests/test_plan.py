@@ -117,7 +117,7 @@ def test_adaptation_requests_are_the_cost_models_decision():
     # patch merger trains (Appendix C.1's subset): the traced step's FLOPs 2.938e14 against 2.673e14 with
     # the merger frozen (the backward now reaches into the vision tower's merger), 340 -> 369 minutes
     vr = paper("vr-ttrl.yaml")
-    job = next(j for j in vr.jobs() if j.rule == "adapt_per_sample" and j.model == "qwen2.5-vl-7b")
+    job = next(j for j in vr.jobs() if j.method == "vr-ttrl" and j.model == "qwen2.5-vl-7b")
     assert job_request(vr, job) == Request(4, 389000, 369, micro_batch=2)
     assert job_method_settings(vr, job)["hyperparameters"]["micro_batch_size"] == 2
 

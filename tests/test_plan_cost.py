@@ -263,7 +263,7 @@ def test_the_plan_reports_a_4_gpu_adaptations_gpu_hours_from_its_predicted_minut
     from ttrl_bench.plan.resources import plan_table
 
     plan = Plan(load_config("config/vr-ttrl.yaml"))
-    job = next(j for j in plan.jobs() if j.rule == "adapt_per_sample" and j.model == "qwen2.5-vl-7b")
+    job = next(j for j in plan.jobs() if j.method == "vr-ttrl" and j.model == "qwen2.5-vl-7b")
     plan.jobs = lambda: [job]  # the one job's row (the full table decides 48 jobs)
     rows, totals = plan_table(plan)
     row = next(r for r in rows if r["rule"] == "adapt_per_sample")

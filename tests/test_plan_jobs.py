@@ -150,6 +150,51 @@ def test_the_same_job_on_one_gpu_offloads_and_costs_three_times_the_compute(tmp_
         "35.0 GPU-hours instead of 12.3"]
 
 
+PREFILL_8 = {"peak_gb": 36.487232672, "flops": 193_629_266_116_608.0}  # shipped prefill trace, 8 sequences, fp32 weights
+
+
+def test_a_vote_only_job_is_planned_as_rollouts_and_a_vote_not_as_training(tmp_path, monkeypatch):
+    """VR-TTRL's vote-only baseline (presets.py `updates: False`; adaptation/per_sample.py runs consensus_vote, never a
+    step) on the same model and split. Until issue 39 the plan sized it as the VR-TTRL job above: 4 GPUs, 389000 MB,
+    12.28 GPU-hours, 16 such jobs 196.5 of vr-ttrl.yaml's 412.2 GPU-hours. What it runs: the fp32 checkpoint on one
+    process (more would each repeat the whole job: nothing shards it), one round of 8 rollouts per sample (not 5
+    epochs: 200 rounds) through HF generate (no vLLM engine), no reference, no optimizer, no snapshot.
+    GPU: the prefill trace of 8 sequences x 1.0 = 36.49 GB (33.17 of it the fp32 weights, 4 P). Host: one fp32 load
+    4 P = 33.169 + 8 = 41.169 GB -> ceil(1.1 x 41.169 = 45.29) = 46000 MB. FLOPs per round: 8 x (1.9363e14 / 8
+    + 1024 x 2 x P) = 1.9363e14 + 1.3585e14 = 3.2949e14; x 200 = 6.5898e16; / 5.0086e13 FLOP/s / 60 = 21.93 min,
+    + 10 = 31.93: limit ceil(63.86) = 64 min, 0.53 GPU-hours."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "traces"))
+    monkeypatch.setattr(memory, "trace_step", lambda *a: pytest.fail("a trace that is not shipped"))
+    plan = Plan(load_config(REPO / "config/vr-ttrl.yaml"))
+    job = Job("adapt_per_sample", "qwen2.5-vl-7b", "vote-only", "reasonseg", None, "n20_random_authors", 0)
+    assert job in plan.jobs()
+    settings = cost.job_settings(plan, job)
+    assert (settings.trains, settings.rollouts, settings.rounds, settings.reference, settings.vllm_share) == (
+        False, 8, 200, False, 0.0)
+    trace = memory.cached_trace(memory.model_config("Qwen/Qwen2.5-VL-7B-Instruct"), settings.shape(8, "prefill"))
+    assert (trace.peak_gb, trace.flops, trace.parameters, trace.trainable) == (
+        PREFILL_8["peak_gb"], PREFILL_8["flops"], P, 0)
+    rate = PROBE_FLOPS / (32 * (48 + 1280 + 32)) * 64 * (1490 + 5.4) / (9.4 * 4)
+    flops = 200 * 8 * (PREFILL_8["flops"] / 8 + 1024 * 2 * P)
+    minutes = flops / rate / 60 + 10
+    host = 4 * P / 1e9 + 8
+    assert (round(minutes, 2), round(host, 3)) == (31.93, 41.169)
+    d = cost.job_decision(plan, job)
+    assert (d.gpus, d.offload, d.gpu_peak_gb, d.host_gb, d.mem_mb) == (1, False, 36.5, 41.2, 46000)
+    assert (d.predicted["train_gb"], d.predicted["generation_gb"], d.predicted["snapshots"],
+            d.predicted["reference_loads"], d.predicted["vllm_gb"]) == (0.0, PREFILL_8["peak_gb"], 0.0, 0.0, 0.0)
+    assert d.predicted["flops"] == pytest.approx(flops, rel=1e-12)
+    assert (d.runtime_min, d.gpu_hours) == (math.ceil(2 * minutes), round(minutes / 60, 2)) == (64, 0.53)
+    # a config that gives the model 4 GPUs gets them (each process repeats the job); nothing else changes
+    forced = cost.job_decision(plan, job, gpus=4)
+    assert (forced.gpus, forced.gpu_peak_gb, forced.gpu_hours) == (4, 36.5, round(4 * (flops / rate / 4 / 60 + 10) / 60, 2))
+    # VR-TTRL itself is unchanged (the test above): a vote-only preset with kl_beta still loads no reference
+    assert cost.JobSettings.from_preset({"updates": False, "kl_beta": 0.01, "epochs": 5}, 3, per_sample=True).reference is False
+    assert cost.JobSettings.from_preset({"updates": False, "epochs": 5}, 3, per_sample=True).rounds == 3
+    assert cost.JobSettings.from_preset({"updates": True, "epochs": 5}, 3, per_sample=True).rounds == 15
+
+
 # --- the defaults, by name -------------------------------------------------------------------------------------
 
 def test_the_cost_models_defaults_by_name():
@@ -168,8 +213,8 @@ def test_the_cost_models_defaults_by_name():
     assert resources.GPU_RULES == ("adapt", "adapt_per_sample", "evaluate")
     s = cost.JobSettings(rollouts=32, trained=16, prompts_per_step=1, new_tokens=1024, rounds=1)
     assert (s.micro_batch, s.prompt_tokens, s.image_tokens, s.freeze_vision, s.gradient_checkpointing, s.reference,
-            s.fp32_master, s.generation_batch, s.per_sample, s.vllm_share, s.lora_rank, s.lora_targets) == (
-        None, 64, 5 * 256, True, True, True, True, None, False, 0.0, 0, "all-linear")
+            s.fp32_master, s.generation_batch, s.per_sample, s.vllm_share, s.lora_rank, s.lora_targets, s.trains) == (
+        None, 64, 5 * 256, True, True, True, True, None, False, 0.0, 0, "all-linear", True)
     shape = StepShape(sequences=1, prompt_tokens=1, image_tokens=1, new_tokens=1)
     assert (shape.fp32_master, shape.trainable_vision, shape.gradient_checkpointing, shape.kind, shape.autocast,
             shape.trainable_adapter, shape.lora_rank, shape.lora_targets) == (
@@ -182,8 +227,8 @@ def test_the_cost_models_defaults_by_name():
     # no reference without kl_beta, 1024 completion tokens, the micro-batch left to the decision
     s = cost.JobSettings.from_preset({}, n_samples=20)
     assert (s.rollouts, s.trained, s.prompts_per_step, s.new_tokens, s.rounds, s.micro_batch, s.freeze_vision,
-            s.gradient_checkpointing, s.reference, s.generation_batch, s.per_sample) == (
-        1, 1, 1, 1024, 20, None, False, True, False, None, False)
+            s.gradient_checkpointing, s.reference, s.generation_batch, s.per_sample, s.trains) == (
+        1, 1, 1, 1024, 20, None, False, True, False, None, False, True)
 
 
 def test_a_benchmark_point_is_predicted_with_the_calibration_points_defaults(tmp_path, monkeypatch):

@@ -1,6 +1,7 @@
 """Preprocessing shared by all datasets: resolution filter, MCQ conversion, prompts, sampling."""
 
 import hashlib
+import math
 import random
 from collections import Counter
 
@@ -368,6 +369,22 @@ def test_model_view_and_to_model_view_edges():
     assert pp.to_original(objects, 16, 8, 8) == [{"bbox_2d": [2, 2, 6, 4], "point_2d": [2, 2], "label": "cup"}]
     assert pp.to_original(objects, 16, 8, 0) is objects
 
+
+
+def test_a_manifest_mixing_rows_with_and_without_input_size_resizes_only_those_with_one():
+    """pandas fills a missing `input_size` with NaN where other rows have one (840.0). Such a row is shown as it is
+    and its answer stays in original pixels; the 840 row is resized and its answer scaled by 1680 / 840 = 2 and
+    420 / 840 = .5: box (10, 20, 30, 40) -> int(10 x 2 + .5) = 20, int(20 x .5 + .5) = 10, 60, 20; point (5, 8) -> 10, 4."""
+    rows = pd.DataFrame([{"id": "a", "input_size": 840}, {"id": "b"}]).to_dict("records")
+    assert rows[0]["input_size"] == 840.0 and math.isnan(rows[1]["input_size"])
+    image = Image.new("RGB", (1680, 420))
+    assert pp.model_view(image, rows[0]["input_size"]).size == (840, 840)
+    assert pp.model_view(image, rows[1]["input_size"]) is image
+    objects = [{"bbox_2d": [10, 20, 30, 40], "point_2d": [5, 8]}]
+    assert pp.to_original(objects, 1680, 420, rows[0]["input_size"]) == [{"bbox_2d": [20, 10, 60, 20], "point_2d": [10, 4]}]
+    assert pp.to_original(objects, 1680, 420, rows[1]["input_size"]) is objects
+    assert pp.to_model_view(objects, 1680, 420, rows[1]["input_size"]) is objects
+    assert [pp.view_side(v) for v in (None, 0, float("nan"), 840.0, "840")] == [None, None, None, 840, 840]
 
 def test_adaptation_samples_index_and_columns(test_split):
     """The selection is a fresh 0..n-1 index with the split's columns only, also for "all" of a split whose index

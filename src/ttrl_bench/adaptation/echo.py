@@ -100,7 +100,8 @@ def token_statistics(logits: torch.Tensor, token_ids: torch.Tensor, top_k: int =
     entropy = -(logp.exp() * logp).sum(-1)
     if confidence == "sampled":
         return token_logps, entropy, token_logps.exp().clamp(0.0, 1.0)
-    confidence = logp.topk(min(top_k, logp.size(-1)), dim=-1).values.exp().mean(-1).clamp(0.0, 1.0)
+    # at least one token, at most the vocabulary (dp_actor.py:281 clamps both ways)
+    confidence = logp.topk(max(1, min(top_k, logp.size(-1))), dim=-1).values.exp().mean(-1).clamp(0.0, 1.0)
     return token_logps, entropy, confidence
 
 
@@ -120,7 +121,10 @@ def hybrid_advantages(advantages: torch.Tensor, entropy: torch.Tensor, confidenc
 
 def tail_confidence(confidence: torch.Tensor, mask: torch.Tensor, tail_window: int = 16) -> torch.Tensor:
     """(B,) mean confidence over each completion's last `tail_window` tokens (all of them if fewer;
-    core_algos.py `_compute_tail_confidence`). Completions are right-padded (TRL's layout)."""
+    core_algos.py `_compute_tail_confidence`; a window <= 0 is the whole completion there too). Completions
+    are right-padded (TRL's layout)."""
+    if tail_window <= 0:
+        tail_window = mask.size(1)
     lengths = mask.sum(1, keepdim=True)
     positions = torch.arange(mask.size(1), device=mask.device).unsqueeze(0)
     window = (positions < lengths) & (positions >= lengths - tail_window)

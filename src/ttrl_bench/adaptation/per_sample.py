@@ -46,14 +46,15 @@ def _adapter(model, processor, samples: pd.DataFrame, image_root: Path, method: 
 def adapt_each_sample(model, processor, samples: pd.DataFrame, image_root: Path, method: dict, out_dir: Path,
                       seed: int, max_new_tokens: int) -> tuple[list[str], pd.DataFrame, list[float]]:
     """(raw outputs, training log with a `sample` column, seconds per sample)."""
-    base_weights = WeightSnapshot(model)
+    updates = method["hyperparameters"].get("updates", True)
+    base_weights = WeightSnapshot(model) if updates else None  # vote-only changes no weight: nothing to restore
     adapt_one = _adapter(model, processor, samples, image_root, method, out_dir, seed)
     outputs, logs, seconds = [], [], []
     for index, row in enumerate(tqdm(samples.to_dict("records"), desc="per-sample adaptation", unit="sample")):
         start = time.perf_counter()
         # resized to evaluation.grounding.input_size where the manifest has it (GroundingTask.view)
         image = model_view(Image.open(image_root / row["image"]).convert("RGB"), row.get("input_size"))
-        if method["hyperparameters"].get("updates", True):
+        if updates:
             train_log = adapt_one(samples.iloc[[index]], base_weights)
             logs.append(train_log.assign(sample=row["id"], sample_updates=train_log.attrs["optimizer_steps"],
                                          weights_changed=train_log.attrs["weights_changed"],

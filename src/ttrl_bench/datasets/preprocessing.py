@@ -205,12 +205,21 @@ def visionreasoner_query(query: str) -> str:
     return query.lower().strip(".\"?!")
 
 
+def view_side(input_size) -> int | None:
+    """A row's `input_size` as a side in pixels, or None for no resize: None, 0, or NaN (pandas' fill where a
+    manifest mixes rows with and without one)."""
+    if input_size is None or input_size != input_size or not input_size:
+        return None
+    return int(input_size)
+
+
 def model_view(image, input_size: int | None):
     """The image the model is shown: resized to input_size x input_size with PIL's bilinear filter
-    (vision_reasoner_model.py:225), or as it is for None."""
-    if not input_size:
+    (vision_reasoner_model.py:225), or as it is for None (or NaN: view_side)."""
+    side = view_side(input_size)
+    if side is None:
         return image
-    return image.resize((int(input_size), int(input_size)), Image.Resampling.BILINEAR)
+    return image.resize((side, side), Image.Resampling.BILINEAR)
 
 
 def _scaled(values, factors, offset: float) -> list | None:
@@ -229,7 +238,8 @@ def to_original(objects: list | None, width: int, height: int, input_size: int |
     one whose coordinates overflow loses them (invalid, as their bare `except` makes it)."""
     from ..rewards.grounding import valid_object
 
-    if not input_size or objects is None:
+    input_size = view_side(input_size)
+    if input_size is None or objects is None:
         return objects
     fx, fy = width / input_size, height / input_size
     out = []
@@ -246,7 +256,8 @@ def to_original(objects: list | None, width: int, height: int, input_size: int |
 def to_model_view(objects: list[dict], width: int, height: int, input_size: int | None) -> list[dict]:
     """Original-pixel objects (the gold) in the input_size x input_size view's pixels, unrounded: where
     the rollouts' answers are scored against them in the training log."""
-    if not input_size:
+    input_size = view_side(input_size)
+    if input_size is None:
         return objects
     fx, fy = input_size / width, input_size / height
     return [{**o, "bbox_2d": [o["bbox_2d"][0] * fx, o["bbox_2d"][1] * fy, o["bbox_2d"][2] * fx, o["bbox_2d"][3] * fy],

@@ -83,12 +83,16 @@ class JobSettings:
     vllm_share: float = 0.0  # GPU share of a colocated vLLM engine (adaptation.vllm.gpu_memory_utilization)
     lora_rank: int = 0  # a LoRA adapter trains instead of the weights (hyperparameter `lora`, resolved per job)
     lora_targets: str = "all-linear"
+    # False: the vote-only baseline (hyperparameter `updates: False`, adaptation/per_sample.py): one round of
+    # rollouts per sample through HF generate and a vote; no step, no optimizer, no reference, no engine
+    trains: bool = True
 
     @classmethod
     def from_preset(cls, hyperparameters: dict, n_samples: int, per_sample: bool = False, **extra) -> "JobSettings":
         h = hyperparameters
         prompts = h.get("prompts_per_step", 1)
-        epochs = h.get("epochs", 1)
+        trains = h.get("updates", True)
+        epochs = h.get("epochs", 1) if trains else 1
         rounds = n_samples * epochs if per_sample else epochs * math.ceil(n_samples / prompts)
         trained = h.get("num_generations", 1)  # the objective baselines (Appendix C): one pseudo-answer
         return cls(rollouts=h.get("n_votes") or trained, trained=trained,
@@ -97,8 +101,8 @@ class JobSettings:
                    # unset: nothing frozen, as the trainer reads it (adaptation/grpo.py freeze_vision_tower)
                    freeze_vision=h.get("freeze_vision", False),
                    gradient_checkpointing=h.get("gradient_checkpointing", True),
-                   reference=bool(h.get("kl_beta", 0)), generation_batch=h.get("generation_batch_size"),
-                   per_sample=per_sample, **extra)
+                   reference=trains and bool(h.get("kl_beta", 0)), generation_batch=h.get("generation_batch_size"),
+                   per_sample=per_sample, trains=trains, **extra)
 
     def shape(self, sequences: int, kind: str = "train") -> StepShape:
         if self.freeze_vision == "authors":
@@ -166,6 +170,11 @@ def gpu_peak_gb(config, settings: JobSettings, micro_batch: int, gpus: int, offl
     """Calibrated per-GPU peaks of a training step (traced at this micro-batch) and of a generation
     prefill (traced at this process's share of the generation batch), and their parts."""
     calib = calibration()
+    if not settings.trains:  # vote-only: each process generates every rollout with the whole model
+        prefill = settings.shape(settings.generation_batch or settings.rollouts, "prefill")
+        return {"train_gb": 0.0, "generation_gb": calib.of(prefill) * memory.cached_trace(config, prefill).peak_gb,
+                "state_gb": 0.0, "activations_gb": 0.0, "reference_gb": 0.0, "vllm_gb": 0.0,
+                "factor": calib.factor, "prefill_factor": calib.prefill}
     train_shape = settings.shape(micro_batch)
     factor = calib.of(train_shape)
     train_trace = memory.cached_trace(config, train_shape)
@@ -214,9 +223,16 @@ def runtime_minutes(config, settings: JobSettings, micro_batch: int, gpus: int) 
     """Compute minutes of the job at the authors' achieved throughput. FLOPs: training forwards +
     backwards on the trained rollouts, old / reference forwards on all rollouts (a third of forward +
     backward each), decoding at 2 FLOPs per parameter per new token (prefill is in the forwards)."""
+    rate = authors_throughput_flops()
+    if not settings.trains:  # vote-only: the prefill forward (its trace's FLOPs) and the decoding
+        share = settings.generation_batch or settings.rollouts
+        trace = memory.cached_trace(config, settings.shape(share, "prefill"))
+        per_round = settings.prompts_per_step * settings.rollouts * (
+            trace.flops / share + settings.new_tokens * 2 * trace.parameters)
+        flops = per_round * settings.rounds
+        return {"flops": flops, "flops_per_gpu_second": rate, "compute_min": flops / (rate * gpus) / 60}
     trace = memory.cached_trace(config, settings.shape(micro_batch))
     per_sequence = trace.flops / micro_batch  # FLOPs are linear in the sequences of a forward
-    rate = authors_throughput_flops()
     per_round = settings.prompts_per_step * (
         settings.trained * per_sequence
         + settings.rollouts * per_sequence / 3 * (2 if settings.reference else 1)
@@ -238,8 +254,11 @@ def decide(config, settings: JobSettings, gpu_memory_gb: float = 80, gpus: int |
     micro_batch = micro_batch or settings.micro_batch
     counts = [gpus] if gpus else list(GPU_COUNTS)
     batches = [micro_batch] if micro_batch else [b for b in MICRO_BATCHES if b <= settings.trained]
+    offloads = [offload] if offload is not None else [False, True]
+    if not settings.trains:  # vote-only: nothing shards the work (more processes repeat it), batches or offloads
+        counts, batches, offloads, layout = [gpus or 1], [1], [False], None
     best, refused = None, None
-    for offloaded in [offload] if offload is not None else [False, True]:
+    for offloaded in offloads:
         for count in counts:
             for batch in batches:
                 try:
@@ -264,7 +283,9 @@ def decide(config, settings: JobSettings, gpu_memory_gb: float = 80, gpus: int |
 
 
 def _decision(config, settings, gpus, micro_batch, offload, peaks) -> Decision:
-    one = memory.cached_trace(config, settings.shape(micro_batch))
+    # vote-only: the generation's trace holds the whole model and trains nothing (no snapshot either)
+    one = memory.cached_trace(config, settings.shape(micro_batch) if settings.trains else
+                              settings.shape(settings.generation_batch or settings.rollouts, "prefill"))
     host = host_gb(one.parameters, one.trainable, gpus, offload, settings.reference, settings.per_sample)
     time = runtime_minutes(config, settings, micro_batch, gpus)
     minutes = time["compute_min"] * (3 if offload else 1) + 10  # offload: PCIe-bound steps; 10: start-up
@@ -307,7 +328,9 @@ def job_settings(plan, job) -> JobSettings:
     adaptation = plan.config["adaptation"]
     # "auto" takes vLLM where it is installed, as envs/gpu.yaml does on a cluster
     backend = spec["hyperparameters"].get("rollout_backend", adaptation["rollout_backend"])
-    share = adaptation["vllm"]["gpu_memory_utilization"] if backend in ("auto", "vllm") else 0.0
+    # vote-only builds no engine: its rollouts come from HF generate (adaptation/single_sample.py)
+    trains = spec["hyperparameters"].get("updates", True)
+    share = adaptation["vllm"]["gpu_memory_utilization"] if trains and backend in ("auto", "vllm") else 0.0
     settings = JobSettings.from_preset(spec["hyperparameters"], n_samples, per_sample=job.rule == "adapt_per_sample",
                                        vllm_share=share)
     # "authors" freezes by family (models/families.py), known from the model's config
@@ -344,9 +367,9 @@ def quiet_layout(hp: dict, gpus: int, n_samples: int) -> dict:
 def job_layout(plan, job):
     """`decide`'s layout for one job: (GPUs, micro-batch) -> the micro-batch its GRPO batch layout runs
     (adaptation/layout.py, as the job and the dry-run check will), raising for a layout it refuses;
-    None for the objective baselines (Appendix C), which have no GRPO batch."""
+    None for the objective baselines (Appendix C) and vote-only, which have no GRPO batch."""
     hp = plan.method_spec(job.method, job.protocol)["hyperparameters"]
-    if "num_generations" not in hp:
+    if "num_generations" not in hp or not hp.get("updates", True):
         return None
     n_samples = layout_samples(plan, job) or 10**6  # "all" before preparation: many
 
