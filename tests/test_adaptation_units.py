@@ -282,3 +282,15 @@ def test_consensus_vote_answers_with_the_consensus_rollout(monkeypatch):
     assert conventions.pixel_iou is False and conventions.point_in_box is True
     single_sample.consensus_vote("M", "P", {"prompt": "Q"}, "I", hp, {}, 11)
     assert asked["samples"][7] is None and asked["consensus"][1].iou == 0.5  # base thresholds by default
+
+
+def test_sft_loss_of_a_batch_of_two_sequences_reads_each_tokens_own_probability():
+    """Appendix C.1's SFT objective on logits (B, T, V) = (2, 2, 3), every position p = (.5, .3, .2), targets
+    [[0, 2], [1, 0]], all positions masked in: -(ln .5 + ln .2 + ln .3 + ln .5) = .693147 + 1.609438 + 1.203973
+    + .693147 = 4.199705. The softmax is over the vocabulary (over the two positions it would be .5 each: 4 ln 2),
+    one probability per token (not one per token and position pair: twice the sum)."""
+    logits = torch.tensor([0.5, 0.3, 0.2]).log().expand(2, 2, 3)
+    loss = losses.sft_loss(logits, torch.tensor([[0, 2], [1, 0]]), torch.ones(2, 2))
+    assert loss.item() == pytest.approx(4.199705, abs=1e-5)
+    half = losses.sft_loss(logits, torch.tensor([[0, 2], [1, 0]]), torch.tensor([[1.0, 0.0], [0.0, 1.0]]))
+    assert half.item() == pytest.approx(2 * 0.693147, abs=1e-5)

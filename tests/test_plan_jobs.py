@@ -98,6 +98,8 @@ def test_a_4_gpu_vr_ttrl_adaptation_worked_by_hand_from_its_traces(tmp_path, mon
     assert (d.predicted["state_gb"], d.predicted["reference_gb"], d.predicted["vllm_gb"]) == pytest.approx(
         (state, 2 * P / 1e9 / 4, 24.0), rel=1e-12)
     assert d.predicted["activations_gb"] == pytest.approx(PEAK[2] - state, rel=1e-12)
+    # the calibration factors the peak rests on, kept with the other parts behind it (Decision.predicted)
+    assert (d.predicted["factor"], d.predicted["prefill_factor"]) == (pytest.approx(factor, rel=1e-12), 1.0)
     assert (d.predicted["checkpoint_loads"], d.predicted["snapshots"], d.predicted["offloaded_state"],
             d.predicted["reference_loads"], d.predicted["processes"]) == pytest.approx(
         (16 * P / 1e9, 16 * T / 1e9, 0.0, 8 * P / 1e9, 32.0), rel=1e-12)
