@@ -208,7 +208,7 @@ def visionreasoner_query(query: str) -> str:
 def view_side(input_size) -> int | None:
     """A row's `input_size` as a side in pixels, or None for no resize: None, 0, or NaN (pandas' fill where a
     manifest mixes rows with and without one)."""
-    if input_size is None or input_size != input_size or not input_size:
+    if not input_size or input_size != input_size:  # None, 0; NaN is the one value unequal to itself
         return None
     return int(input_size)
 

@@ -104,6 +104,11 @@ class JobSettings:
                    reference=trains and bool(h.get("kl_beta", 0)), generation_batch=h.get("generation_batch_size"),
                    per_sample=per_sample, trains=trains, **extra)
 
+    @property
+    def generation_sequences(self) -> int:
+        """Sequences HF generate decodes at once over the whole job (split across processes when it trains)."""
+        return self.generation_batch or self.rollouts
+
     def shape(self, sequences: int, kind: str = "train") -> StepShape:
         if self.freeze_vision == "authors":
             raise ValueError("JobSettings.freeze_vision 'authors' is resolved per model (job_settings) before shapes")
@@ -171,7 +176,7 @@ def gpu_peak_gb(config, settings: JobSettings, micro_batch: int, gpus: int, offl
     prefill (traced at this process's share of the generation batch), and their parts."""
     calib = calibration()
     if not settings.trains:  # vote-only: each process generates every rollout with the whole model
-        prefill = settings.shape(settings.generation_batch or settings.rollouts, "prefill")
+        prefill = settings.shape(settings.generation_sequences, "prefill")
         return {"train_gb": 0.0, "generation_gb": calib.of(prefill) * memory.cached_trace(config, prefill).peak_gb,
                 "state_gb": 0.0, "activations_gb": 0.0, "reference_gb": 0.0, "vllm_gb": 0.0,
                 "factor": calib.factor, "prefill_factor": calib.prefill}
@@ -189,7 +194,7 @@ def gpu_peak_gb(config, settings: JobSettings, micro_batch: int, gpus: int, offl
     if engine:  # vLLM generates: HF's generate never runs
         generation = 0.0
     else:
-        share = math.ceil((settings.generation_batch or settings.rollouts) / gpus)  # each process its share
+        share = math.ceil(settings.generation_sequences / gpus)  # each process its share
         prefill = settings.shape(share, "prefill")
         generation = calib.of(prefill) * memory.cached_trace(config, prefill).peak_gb
     return {"train_gb": train, "generation_gb": generation, "state_gb": state, "activations_gb": activations,
@@ -225,7 +230,7 @@ def runtime_minutes(config, settings: JobSettings, micro_batch: int, gpus: int) 
     backward each), decoding at 2 FLOPs per parameter per new token (prefill is in the forwards)."""
     rate = authors_throughput_flops()
     if not settings.trains:  # vote-only: the prefill forward (its trace's FLOPs) and the decoding
-        share = settings.generation_batch or settings.rollouts
+        share = settings.generation_sequences
         trace = memory.cached_trace(config, settings.shape(share, "prefill"))
         per_round = settings.prompts_per_step * settings.rollouts * (
             trace.flops / share + settings.new_tokens * 2 * trace.parameters)
@@ -285,7 +290,7 @@ def decide(config, settings: JobSettings, gpu_memory_gb: float = 80, gpus: int |
 def _decision(config, settings, gpus, micro_batch, offload, peaks) -> Decision:
     # vote-only: the generation's trace holds the whole model and trains nothing (no snapshot either)
     one = memory.cached_trace(config, settings.shape(micro_batch) if settings.trains else
-                              settings.shape(settings.generation_batch or settings.rollouts, "prefill"))
+                              settings.shape(settings.generation_sequences, "prefill"))
     host = host_gb(one.parameters, one.trainable, gpus, offload, settings.reference, settings.per_sample)
     time = runtime_minutes(config, settings, micro_batch, gpus)
     minutes = time["compute_min"] * (3 if offload else 1) + 10  # offload: PCIe-bound steps; 10: start-up
