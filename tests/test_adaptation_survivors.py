@@ -553,7 +553,10 @@ def test_the_shared_adaptation_is_built_with_the_jobs_model_processor_and_method
 def test_a_vote_only_job_takes_no_weight_snapshot(tmp_path, monkeypatch):
     """Vote-only (`updates` false) changes no weight, so it keeps no host copy of the weights (7B: about 30 GB):
     WeightSnapshot, stood in by a recorder, is never built; each sample's answer is its consensus vote, seeded
-    seed + index (3, 4)."""
+    seed + index (3, 4), voted by the model and processor given, on the sample's row and image. Each sample's
+    seconds lie between 0 and the whole call's wall time."""
+    import time
+
     from PIL import Image
 
     from ttrl_bench.adaptation import per_sample
@@ -561,10 +564,34 @@ def test_a_vote_only_job_takes_no_weight_snapshot(tmp_path, monkeypatch):
     Image.new("RGB", (8, 6)).save(tmp_path / "a.png")
     snapshots, votes = [], []
     monkeypatch.setattr(per_sample, "WeightSnapshot", lambda model: snapshots.append(model))
-    monkeypatch.setattr(per_sample, "consensus_vote",
-                        lambda model, processor, row, image, hp, params, seed: votes.append(seed) or f"vote {seed}")
+
+    def vote(model, processor, row, image, hp, params, seed):
+        votes.append((model, processor, row["id"], image.size, hp["num_generations"], params, seed))
+        return f"vote {seed}"
+
+    monkeypatch.setattr(per_sample, "consensus_vote", vote)
     samples = pd.DataFrame({"id": ["a", "b"], "image": ["a.png", "a.png"], "prompt": ["Pa", "Pb"]})
-    method = {"hyperparameters": {"updates": False, "num_generations": 4}, "reward_params": {}}
-    outputs, log, _ = per_sample.adapt_each_sample("model", "processor", samples, tmp_path, method, tmp_path, 3, 9)
-    assert (outputs, votes, snapshots) == (["vote 3", "vote 4"], [3, 4], [])
+    method = {"hyperparameters": {"updates": False, "num_generations": 4}, "reward_params": {"k": 1}}
+    start = time.perf_counter()
+    outputs, log, seconds = per_sample.adapt_each_sample("model", "processor", samples, tmp_path, method,
+                                                         tmp_path, 3, 9)
+    wall = time.perf_counter() - start
+    assert (outputs, snapshots) == (["vote 3", "vote 4"], [])
+    assert votes == [("model", "processor", "a", (8, 6), 4, {"k": 1}, 3),
+                     ("model", "processor", "b", (8, 6), 4, {"k": 1}, 4)]
+    assert len(seconds) == 2 and all(0 <= s <= wall for s in seconds)
     assert log.empty
+
+
+def test_optimizer_arguments_run_on_the_gpu_where_cuda_is_there(monkeypatch):
+    """use_cpu is `not torch.cuda.is_available()`: True on this CPU machine, False where CUDA answers True
+    (stood in here; nothing else of the arguments is read from the device)."""
+    import torch
+
+    from ttrl_bench.adaptation.config import optimizer_arguments
+
+    hp = {"learning_rate": 1e-6}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert optimizer_arguments(hp, 0)["use_cpu"] is True
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert optimizer_arguments(hp, 0)["use_cpu"] is False

@@ -412,3 +412,33 @@ def test_a_biased_strategy_with_more_than_one_number_is_refused(test_split):
     """"biased-<k>" takes one number: "biased-2-3" is neither k = 2 nor k = 3 but an error."""
     with pytest.raises(ValueError):
         select_adaptation_samples(test_split, 5, seed=0, strategy="biased-2-3")
+
+
+def test_open_model_view_decodes_grey_palette_and_rgba_files_to_rgb_and_resizes(tmp_path):
+    """Every loader (evaluation, GRPO's dataset, per-sample, the Appendix C baselines) shows the model
+    open_model_view's image. A grey 'L' pixel 77 becomes RGB (77, 77, 77); a palette file's index 1,
+    coloured (10, 20, 30), becomes that colour; RGBA drops alpha. With input_size 4 the 6x2 grey file is
+    shown as 4x4 (a constant image stays 77 under bilinear resampling); with None it keeps its 6x2."""
+    Image.new("L", (6, 2), 77).save(tmp_path / "grey.png")
+    palette = Image.new("P", (3, 3), 1)
+    palette.putpalette([0, 0, 0, 10, 20, 30] + [0] * 762)
+    palette.save(tmp_path / "palette.png")
+    Image.new("RGBA", (2, 2), (1, 2, 3, 0)).save(tmp_path / "alpha.png")
+    grey = pp.open_model_view(tmp_path / "grey.png", None)
+    assert (grey.mode, grey.size, grey.getpixel((5, 1))) == ("RGB", (6, 2), (77, 77, 77))
+    resized = pp.open_model_view(tmp_path / "grey.png", 4)
+    assert (resized.mode, resized.size, resized.getpixel((3, 3))) == ("RGB", (4, 4), (77, 77, 77))
+    assert pp.open_model_view(tmp_path / "palette.png", None).getpixel((2, 2)) == (10, 20, 30)
+    assert pp.open_model_view(tmp_path / "alpha.png", None).getpixel((0, 0)) == (1, 2, 3)
+
+
+def test_a_file_that_does_not_decode_raises_one_of_decode_errors(tmp_path):
+    """The callers name the sample when open_model_view raises one of DECODE_ERRORS: a text file is not an
+    image (UnidentifiedImageError, an OSError); a PNG cut after its first 40 bytes keeps its header but
+    its pixels do not decode (OSError or SyntaxError, by PIL version)."""
+    (tmp_path / "text.png").write_text("not an image")
+    Image.new("RGB", (32, 32), (5, 6, 7)).save(tmp_path / "full.png")
+    (tmp_path / "cut.png").write_bytes((tmp_path / "full.png").read_bytes()[:40])
+    for name in ("text.png", "cut.png"):
+        with pytest.raises(pp.DECODE_ERRORS):
+            pp.open_model_view(tmp_path / name, None)

@@ -24,7 +24,7 @@ from datasets import Dataset
 from PIL import Image
 from transformers import Trainer, TrainingArguments
 
-from ..datasets.preprocessing import model_view
+from ..datasets.preprocessing import open_model_view
 from ..models.families import completion_logits, vision_tower
 from ..runs.processes import process_state
 from . import losses
@@ -157,8 +157,7 @@ def adapt_baseline(model, processor, manifest: pd.DataFrame, image_root: Path, m
         raise ValueError(f"Appendix C baselines adapt on one sample at a time, got {len(manifest)}")
     hp = method["hyperparameters"]
     row = manifest.iloc[0].to_dict()
-    with Image.open(Path(image_root) / row["image"]) as im:
-        image = model_view(im.convert("RGB"), row.get("input_size"))  # GroundingTask.view's input_size
+    image = open_model_view(Path(image_root) / row["image"], row.get("input_size"))  # GroundingTask.view's size
     start = time.perf_counter()
     # the pseudo-answer is as long as VR-TTRL's rollouts may be
     answer = pseudo_answer(model, processor, row, image, method, seed, hp["max_completion_length"])

@@ -49,9 +49,7 @@ def adaptation_dataset(manifest: pd.DataFrame, image_root: Path) -> Dataset:
     """Conversational prompts + an `image` column (TRL inserts the image before the user text);
     the manifest's other columns ride along for the reward's parser and training log. Images are
     decoded when TRL reads a batch (`with_transform`), so only a step's images are in memory."""
-    from PIL import Image
-
-    from ..datasets.preprocessing import model_view
+    from ..datasets.preprocessing import DECODE_ERRORS, open_model_view
 
     def decode(batch: dict) -> dict:
         images = []
@@ -59,9 +57,8 @@ def adaptation_dataset(manifest: pd.DataFrame, image_root: Path) -> Dataset:
         sizes = batch.get("input_size") or [None] * len(batch["id"])
         for sample_id, path, size in zip(batch["id"], batch["image"], sizes):
             try:
-                with Image.open(path) as im:
-                    images.append(model_view(im.convert("RGB"), size))
-            except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as err:
+                images.append(open_model_view(path, size))
+            except DECODE_ERRORS as err:
                 raise ValueError(f"adaptation sample {sample_id}: image {path} does not decode: {err}") from err
         kept = {"input_size": batch["input_size"]} if "input_size" in batch else {}
         return {"id": batch["id"], "image": images, **kept}

@@ -12,10 +12,9 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from PIL import Image
 from tqdm import tqdm
 
-from ..datasets.preprocessing import model_view
+from ..datasets.preprocessing import open_model_view
 from ..evaluation.tasks import GroundingTask
 from .baselines import adapt_baseline
 from .grpo import TestTimeAdaptation
@@ -53,7 +52,7 @@ def adapt_each_sample(model, processor, samples: pd.DataFrame, image_root: Path,
     for index, row in enumerate(tqdm(samples.to_dict("records"), desc="per-sample adaptation", unit="sample")):
         start = time.perf_counter()
         # resized to evaluation.grounding.input_size where the manifest has it (GroundingTask.view)
-        image = model_view(Image.open(image_root / row["image"]).convert("RGB"), row.get("input_size"))
+        image = open_model_view(Path(image_root) / row["image"], row.get("input_size"))
         if updates:
             train_log = adapt_one(samples.iloc[[index]], base_weights)
             logs.append(train_log.assign(sample=row["id"], sample_updates=train_log.attrs["optimizer_steps"],

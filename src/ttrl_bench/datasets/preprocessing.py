@@ -55,13 +55,18 @@ def resolution_verdict(path: Path, rule: str = "either_side", max_side: int = MA
     return "too_large" if too_large else "kept"
 
 
+# what PIL raises on a file that does not decode (UnidentifiedImageError is an OSError; a bad PNG chunk
+# raises SyntaxError; over 2 x MAX_IMAGE_PIXELS, DecompressionBombError)
+DECODE_ERRORS = (OSError, ValueError, SyntaxError, Image.DecompressionBombError)
+
+
 def decode_verdict(path: Path) -> str:
     """'kept' if every pixel of the file decodes, else 'unreadable': a truncated JPEG keeps a valid
     header, passes the resolution filter and would otherwise fail evaluation instead."""
     try:
         with Image.open(path) as im:
             im.load()
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, Image.DecompressionBombError):
+    except DECODE_ERRORS:
         return "unreadable"
     return "kept"
 
@@ -220,6 +225,13 @@ def model_view(image, input_size: int | None):
     if side is None:
         return image
     return image.resize((side, side), Image.Resampling.BILINEAR)
+
+
+def open_model_view(path, input_size: int | None):
+    """The image file at `path` as the model is shown it: decoded to RGB (a grey, palette or RGBA file too),
+    then model_view. PIL's decoding errors pass through for the caller to name the sample."""
+    with Image.open(path) as im:
+        return model_view(im.convert("RGB"), input_size)
 
 
 def _scaled(values, factors, offset: float) -> list | None:

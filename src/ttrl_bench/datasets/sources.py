@@ -104,6 +104,9 @@ def _load_local(spec: DatasetSpec, path: Path, fmt: str | None, files: str | Non
                                      f"another file set: `data.sources.{spec.name}.files`)")
         suffix = "*" + Path(matched[0]).suffix
         fmt = fmt or next((f for f, patterns in FILE_PATTERNS.items() if suffix in patterns), "json")
+        if fmt not in FILE_PATTERNS:  # a file set is files: no save_to_disk folder, no image folder
+            raise DatasetSourceError(f"dataset {spec.name!r}: config `data.sources.{spec.name}.format` is {fmt!r} "
+                                     f"for the file set {files!r}; known: {', '.join(FILE_PATTERNS)}")
         return datasets.load_dataset(fmt, data_files={"data": matched}, split="data")
     fmt = fmt or _local_format(path)
     if fmt not in LOCAL_FORMATS:
@@ -252,10 +255,11 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
     files = ImageFiles.of(source)
     raw_dir.mkdir(parents=True, exist_ok=True)
     where = source.get("path") or f"{spec.source} (split {spec.split!r})"  # named in every row warning
+    id_column = fields.get("id")  # none mapped: the row's index (a column named "" is no id)
     for index, row in enumerate(data):
         sample_id = f"{spec.name}-{index:06d}"
         base_sample = {"id": sample_id, "split": spec.manifest_split,
-                       "source_id": str(row.get(fields.get("id", ""), index))}
+                       "source_id": str(row.get(id_column, index) if id_column else index)}
         try:
             blob = image_bytes(row[image_column], files)
         except (ValueError, OSError) as err:

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from PIL import Image
 from tqdm import tqdm
 
 from ..generation.hf import chat_prompt, generate_greedy, generate_sampled
@@ -52,13 +51,12 @@ VLLM_CHUNK = 1024
 def decode_image(image_root: Path, sample: dict):
     """(RGB image, None), or (None, the reason naming the sample id and file) when it does not decode.
     A grounding sample with `input_size` (GroundingTask.view) is shown resized to that square."""
-    from ..datasets.preprocessing import model_view
+    from ..datasets.preprocessing import DECODE_ERRORS, open_model_view
 
     path = Path(image_root) / sample["image"]
     try:
-        with Image.open(path) as im:
-            return model_view(im.convert("RGB"), sample.get("input_size")), None
-    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as err:
+        return open_model_view(path, sample.get("input_size")), None
+    except DECODE_ERRORS as err:
         return None, f"sample {sample['id']}: image {path} does not decode: {err}"
 
 

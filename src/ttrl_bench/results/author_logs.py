@@ -108,7 +108,7 @@ def _metrics_dict(block: str, path: Path, number: int) -> dict[str, float]:
         text = ast.literal_eval(block)  # the tuple of adjacent string pieces -> one string
         text = text.split(":", 1)[1] if isinstance(text, str) else block
         return {k: float(v) for k, v in ast.literal_eval(_NP_FLOAT.sub(r"\1", text)).items()}
-    except (ValueError, SyntaxError, IndexError) as err:
+    except (ValueError, SyntaxError, IndexError, AttributeError) as err:  # AttributeError: no dict
         raise AuthorLogError(f"{path}:{number}: validation metrics do not parse ({err})") from err
 
 
@@ -202,9 +202,9 @@ def parse_log(path: Path) -> tuple[dict, pd.DataFrame]:
 
     # the authors' own number: verl's acc/mean@1 (prompts grouped by text; accuracy only when unique)
     reported_key = next((k for k in dicts["Final"] if re.fullmatch(r"val-\w+/.+/acc/mean@1", k)), None)
-    rounds = sum(1 for s in steps if s["step"] >= 1)
     frame = pd.DataFrame([s for s in steps if s["step"] >= 1])
     frame = frame.drop(columns=[c for c in frame if c.startswith("val")]).drop_duplicates("step", keep="last")
+    rounds = len(frame)  # a step printed twice is one round, as in the steps table
     frame.insert(0, "file", path.name)
     row = {
         "file": path.name,

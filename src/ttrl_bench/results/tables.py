@@ -93,6 +93,9 @@ def rescoring_table(runs: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
         index="run_id", columns="metric", values="value", aggfunc="first")
     if wide.empty or "accuracy_robust_parser" not in wide:
         return empty
+    # a store written before the authors' parser or the group size was scored: those cells are blank
+    wide = wide.reindex(columns=[*wide.columns, *(m for m in ("accuracy_authors_parser", "authors_max_group")
+                                                  if m not in wide)])
     # the run's protocol as a column where the store holds more than one (a run per protocol per cell)
     protocols = run_protocols(runs)
     keys = ["model", "method", "target_dataset"] + (["protocol"] if protocols.nunique() > 1 else [])

@@ -56,8 +56,8 @@ def read_choice_columns(row, f, classes):
 
 _INLINE_OPTION = re.compile(r"\(([A-J])\)\s*(.+?)\s*(?=,?\s*\([A-J]\)|$)", re.DOTALL)
 # the letters a question names when its options are drawn in the image (LogicVista): "(A, B, C,
-# or D)", "A, B, C and D", "(A-D)", "from A-E", "A to E"
-_LETTER_LIST = re.compile(r"\b([A-J])((?:\s*,\s*[A-J]\b)+)\s*,?\s*(?:or|and)\s+([A-J])\b")
+# or D)", "A, B, C and D", "(A, B, C, D)" (v1_378), "(A-D)", "from A-E", "A to E"
+_LETTER_LIST = re.compile(r"\b([A-J])((?:\s*,\s*[A-J]\b)+)\s*,?\s*(?:(?:or|and)\s+)?([A-J])\b")
 _LETTER_SPAN = re.compile(r"\b([A-J])\s*(?:-|–|to)\s*([A-J])\b")
 
 
@@ -67,6 +67,8 @@ def _options_in_question(question: str, letter_range: bool = False) -> list[str]
     whose options are mostly in the image) else the letters it names, as the options themselves.
     [] when none (free-form)."""
     for found in (_OPTION_LINE.findall(question), _INLINE_OPTION.findall(question)):
+        # the options are the last run from (A): "Select from (A), (B), (C). ... (A) 4cm, (B) 6cm" (LogicVista v1_422)
+        found = found[max((i for i, (letter, _) in enumerate(found) if letter == "A"), default=0):]
         letters = [letter for letter, _ in found]
         if len(found) >= 2 and letters == list(OPTION_LETTERS[: len(letters)]):
             return [text.strip().rstrip(",").strip() for _, text in found]

@@ -1,0 +1,227 @@
+"""Issue 39: plan/cost.py survivors of the mutmut re-run. What each function passes on, reads or names, pinned by
+hand-worked values: JobSettings.shape and point_shape (every field reaches the StepShape), calibration_points
+(opened with newline="", as the csv module asks), gpu_peak_gb's named parts (both branches, the same keys),
+authors_throughput_flops (the first calibration point), job_settings (the sample count, the per-sample count, the
+rollout backend and its vLLM share, a LoRA adapter's targets) and job_decision (the GPU memory: the argument, else
+resources.gpu_memory_gb, else 80).
+
+job_settings / job_decision run on a stand-in plan (`_plan`): a real Plan resolves every method's hyperparameters
+with `rollout_backend` already set (plan/names.py resolved_methods) and its schema fills resources.gpu_memory_gb,
+so the layers below them are reachable only with a plan that leaves a key out. Traces are stubbed where a
+function's arithmetic is under test (memory.Trace values chosen by hand); no network, no GPU, no tracing."""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from ttrl_bench.plan import Job, cost, memory
+from ttrl_bench.plan.memory import StepShape, Trace
+
+SOURCE = "OpenGVLab/InternVL3-2B-hf"  # in plan/data/model_configs.json: model_type "internvl"
+PEAK_KEYS = ["activations_gb", "factor", "generation_gb", "prefill_factor", "reference_gb", "state_gb", "train_gb",
+             "vllm_gb"]
+
+
+def _plan(tmp_path, hyperparameters: dict, *, backend: str = "auto", utilization: float = 0.45,
+          samples="all", resources=None, model: dict | None = None):
+    """A stand-in for plan/grid.py's Plan with what job_settings / job_decision read: the config's adaptation
+    (rollout_backend, vllm.gpu_memory_utilization), evaluation.grounding.samples, models.m and, where given,
+    resources; reasonseg in the grounding section; results under tmp_path; every method's hyperparameters as given
+    (no rollout_backend unless given)."""
+    config = {"adaptation": {"rollout_backend": backend, "vllm": {"gpu_memory_utilization": utilization}},
+              "evaluation": {"grounding": {"samples": samples}},
+              "models": {"m": model or {"source": SOURCE}}}
+    if resources is not None:
+        config["resources"] = resources
+    return SimpleNamespace(config=config, section={"reasonseg": "grounding"}, results=str(tmp_path / "results"),
+                           method_spec=lambda method, protocol: {"hyperparameters": dict(hyperparameters)})
+
+
+def _job(rule: str = "adapt", protocol: str = "n20_random") -> Job:
+    return Job(rule, "m", "ttrv", "reasonseg", None, protocol, 0)
+
+
+# --- JobSettings.shape, point_shape, calibration_points ----------------------------------------------------------
+
+def test_a_jobs_shape_carries_its_fp32_master_checkpointing_and_lora_targets():
+    """Every JobSettings field a StepShape has reaches it. Set against StepShape's defaults (fp32_master True,
+    gradient_checkpointing True, lora_targets "all-linear", memory.py StepShape) so a field not passed shows:
+    fp32_master False, gradient_checkpointing False, lora_targets "q_proj,v_proj"; freeze_vision False trains the
+    tower (trainable_vision True, no separate adapter); autocast stays StepShape's True."""
+    settings = cost.JobSettings(rollouts=4, trained=4, prompts_per_step=1, new_tokens=13, rounds=1, prompt_tokens=7,
+                                image_tokens=11, freeze_vision=False, gradient_checkpointing=False, fp32_master=False,
+                                lora_rank=8, lora_targets="q_proj,v_proj")
+    shape = settings.shape(3, "prefill")
+    assert (shape.fp32_master, shape.gradient_checkpointing, shape.lora_targets) == (False, False, "q_proj,v_proj")
+    assert shape == StepShape(sequences=3, prompt_tokens=7, image_tokens=11, new_tokens=13, fp32_master=False,
+                              trainable_vision=True, gradient_checkpointing=False, kind="prefill", autocast=True,
+                              trainable_adapter=False, lora_rank=8, lora_targets="q_proj,v_proj")
+
+
+def test_a_calibration_rows_gradient_checkpointing_reaches_its_shape():
+    """point_shape reads every column of a calibration.csv row (header: data/calibration.csv:1). A row with
+    gradient_checkpointing "false" (StepShape's default is True) and "False"/"TRUE" spelt as _bool reads them
+    (strip, lower, == "true"): fp32_master False, trainable_vision True, autocast False."""
+    row = {"sequences": "6", "prompt_tokens": "48", "image_tokens": "256", "new_tokens": "32", "fp32_master": "False",
+           "trainable_vision": " TRUE", "gradient_checkpointing": "false", "kind": "train", "autocast": "false"}
+    shape = cost.point_shape(row)
+    assert shape.gradient_checkpointing is False
+    assert shape == StepShape(sequences=6, prompt_tokens=48, image_tokens=256, new_tokens=32, fp32_master=False,
+                              trainable_vision=True, gradient_checkpointing=False, kind="train", autocast=False)
+    assert cost.point_shape({**row, "gradient_checkpointing": "true"}).gradient_checkpointing is True
+
+
+def test_calibration_points_keep_a_quoted_fields_line_break_as_written(tmp_path, monkeypatch):
+    """The csv module's rule (its docs: open the file with newline=""): a quoted field's line break is the field's,
+    kept as written. A calibration file written with CRLF rows whose `source` holds "first line\\r\\nsecond line"
+    reads back that text exactly; opened without newline="" Python's universal newlines would turn the \\r\\n into
+    \\n before the csv reader sees it."""
+    path = tmp_path / "calibration.csv"
+    path.write_bytes(b'point,source\r\np1,"first line\r\nsecond line"\r\np2,plain\r\n')
+    monkeypatch.setattr(cost, "CALIBRATION", path)
+    assert cost.calibration_points() == [{"point": "p1", "source": "first line\r\nsecond line"},
+                                         {"point": "p2", "source": "plain"}]
+
+
+# --- gpu_peak_gb, authors_throughput_flops ------------------------------------------------------------------------
+
+def test_gpu_peak_gb_names_the_same_parts_whether_the_job_trains_or_only_votes(monkeypatch):
+    """Stubbed traces: training 100 GB with 1e9 parameters, 5e8 trainable; prefill 20 GB + 1 GB per sequence;
+    calibration factor 0.5, prefill factor 1 (cost.Calibration's default, PREFILL_FACTOR).
+    Training, 2 GPUs, no offload, fp32 master (4 bytes), KL reference: state (4 x 1e9 + 3 x 4 x 5e8) / 1e9 = 10 GB;
+    activations 100 - 10 = 90; held 10 / 2 = 5; reference 2 x 1e9 / 1e9 / 2 = 1; no engine;
+    train 0.5 x (5 + 90) + 1 = 48.5. Generation: 8 rollouts / 2 processes = 4 sequences: 1 x (20 + 4) = 24.
+    Vote-only: generation of all 8 rollouts on one process: 1 x (20 + 8) = 28, the rest 0; factor 0.5 and prefill
+    factor 1 reported under the same eight names."""
+    def fake_trace(config, shape):
+        if shape.kind == "train":
+            return Trace(100.0, int(1e9), int(5e8), 0.0, 0.0, {})
+        return Trace(20.0 + shape.sequences, int(1e9), 0, 0.0, 0.0, {})
+
+    monkeypatch.setattr(memory, "cached_trace", fake_trace)
+    monkeypatch.setattr(cost, "calibration", lambda: cost.Calibration(0.5, []))
+    settings = cost.JobSettings(rollouts=8, trained=8, prompts_per_step=1, new_tokens=16, rounds=1, freeze_vision=False)
+    peaks = cost.gpu_peak_gb(None, settings, micro_batch=4, gpus=2)
+    assert sorted(peaks) == PEAK_KEYS
+    assert peaks == pytest.approx({"train_gb": 48.5, "generation_gb": 24.0, "state_gb": 10.0, "activations_gb": 90.0,
+                                   "reference_gb": 1.0, "vllm_gb": 0.0, "factor": 0.5, "prefill_factor": 1.0})
+    vote = cost.gpu_peak_gb(None, cost.replace(settings, trains=False, reference=False), micro_batch=1, gpus=1)
+    assert sorted(vote) == PEAK_KEYS
+    assert vote == {"train_gb": 0.0, "generation_gb": 28.0, "state_gb": 0.0, "activations_gb": 0.0,
+                    "reference_gb": 0.0, "vllm_gb": 0.0, "factor": 0.5, "prefill_factor": 1.0}
+
+
+def test_the_authors_throughput_rests_on_the_first_calibration_point(tmp_path, monkeypatch):
+    """authors_throughput_flops: FLOPs per token of the first calibration row's trace x the authors' 64 sequences x
+    1,495.4 tokens / (9.4 s x 4 GPUs) (AUTHORS_UPDATE). A two-row file whose rows differ (stubbed FLOPs): first
+    2 sequences x (10 + 20 + 10) tokens = 80 tokens, 2e12 FLOPs: 2.5e10 per token; second 4 x (10 + 80 + 10) = 400,
+    4e12: 1e10. Throughput 2.5e10 x 64 x 1,495.4 / 37.6 = 6.3634e13 FLOP/s per GPU (the second row's: 2.5454e13).
+    (The shipped rows 0 and 1, probe-bf16 and probe-fp32, share shape and traced FLOPs 8.5637e14, so there either
+    row gives the same number.)"""
+    header = ("point,model,sequences,prompt_tokens,image_tokens,new_tokens,fp32_master,trainable_vision,"
+              "gradient_checkpointing,kind,autocast\n")
+    path = tmp_path / "calibration.csv"
+    path.write_text(header + f"first,{SOURCE},2,10,20,10,false,true,true,train,true\n"
+                    f"second,{SOURCE},4,10,80,10,true,true,true,train,true\n")
+    monkeypatch.setattr(cost, "CALIBRATION", path)
+    flops = {2: 2e12, 4: 4e12}
+    monkeypatch.setattr(memory, "cached_trace", lambda config, shape: Trace(1.0, 1, 1, flops[shape.sequences], 0.0, {}))
+    expected = 2e12 / (2 * (10 + 20 + 10)) * 64 * (1490 + 5.4) / (9.4 * 4)
+    assert expected == pytest.approx(6.3634e13, rel=1e-4)
+    assert cost.authors_throughput_flops() == pytest.approx(expected, rel=1e-12)
+
+
+# --- job_settings ------------------------------------------------------------------------------------------------
+
+def test_an_all_protocol_counts_the_prepared_split_of_the_jobs_dataset(tmp_path):
+    """Protocol nall_random (grid.py adaptation_samples: None), reasonseg prepared with 37 test samples
+    (<results>/data/reasonseg/prep_stats.json, samples.py split_size; reasonseg's manifest split "test",
+    datasets/registry.py). 2 prompts per step, 3 epochs: 3 x ceil(37 / 2) = 3 x 19 = 57 rounds."""
+    stats = tmp_path / "results" / "data" / "reasonseg" / "prep_stats.json"
+    stats.parent.mkdir(parents=True)
+    stats.write_text(json.dumps({"splits": {"test": 37}}))
+    plan = _plan(tmp_path, {"num_generations": 4, "prompts_per_step": 2, "epochs": 3})
+    assert cost.job_settings(plan, _job(protocol="nall_random")).rounds == 3 * math.ceil(37 / 2) == 57
+
+
+def test_an_unprepared_all_protocol_has_no_rounds(tmp_path):
+    """Protocol nall_random on reasonseg, not prepared and not bundled (readers/bundled.py BUNDLED_TEST_SIZES has
+    only the demo sets): its size is unknown, counted as 0 samples: 1 epoch x ceil(0 / 1) = 0 rounds (not 1)."""
+    plan = _plan(tmp_path, {"num_generations": 4})
+    assert cost.job_settings(plan, _job(protocol="nall_random")).rounds == 0
+
+
+def test_only_a_per_sample_job_counts_the_evaluated_samples(tmp_path):
+    """evaluation.grounding.samples 200, protocol n20_random, 4 prompts per step, 2 epochs. A batched adaptation
+    (rule adapt) adapts on the protocol's 20: 2 x ceil(20 / 4) = 10 rounds. A per-sample one (adapt_per_sample) on
+    each of the 200 evaluated: 200 x 2 = 400 rounds. With samples "all" (not an int) the per-sample job keeps the
+    protocol's 20: 20 x 2 = 40."""
+    hp = {"num_generations": 4, "prompts_per_step": 4, "epochs": 2}
+    plan = _plan(tmp_path, hp, samples=200)
+    assert cost.job_settings(plan, _job("adapt")).rounds == 10
+    assert cost.job_settings(plan, _job("adapt_per_sample")).rounds == 400
+    assert cost.job_settings(_plan(tmp_path, hp, samples="all"), _job("adapt_per_sample")).rounds == 40
+
+
+@pytest.mark.parametrize("hyperparameter, adaptation, share", [
+    (None, "vllm", 0.45),  # the method leaves it out: the adaptation config's vllm
+    (None, "auto", 0.45),  # auto takes vLLM where installed (envs/gpu.yaml)
+    (None, "hf", 0.0),  # HF generate: no engine
+    ("vllm", "hf", 0.45),  # the method's hyperparameter over the adaptation config
+    ("auto", "hf", 0.45),
+    ("hf", "vllm", 0.0),
+    ("hf", "auto", 0.0),
+])
+def test_the_rollout_backend_is_the_methods_over_the_adaptation_configs(tmp_path, hyperparameter, adaptation, share):
+    """vllm_share is adaptation.vllm.gpu_memory_utilization (0.45 here, not the schema's 0.3) when the backend is
+    "auto" or "vllm", else 0.0; the backend is the method's `rollout_backend` hyperparameter where it has one, else
+    adaptation.rollout_backend."""
+    hp = {"num_generations": 4} | ({"rollout_backend": hyperparameter} if hyperparameter else {})
+    assert cost.job_settings(_plan(tmp_path, hp, backend=adaptation), _job()).vllm_share == share
+
+
+def test_a_vote_only_job_reserves_no_engine_share(tmp_path):
+    """updates False (vote-only, adaptation/single_sample.py): HF generate, no engine, whatever the backend."""
+    plan = _plan(tmp_path, {"num_generations": 4, "updates": False, "rollout_backend": "vllm"}, backend="vllm")
+    assert cost.job_settings(plan, _job()).vllm_share == 0.0
+
+
+@pytest.mark.parametrize("lora, rank, targets, reference", [
+    (None, 0, "all-linear", True),  # no adapter: JobSettings' defaults, the KL reference of kl_beta 0.04
+    ({"rank": 8, "alpha": 16, "datasets": ["geoqa"]}, 0, "all-linear", True),  # an adapter for another dataset
+    ({"rank": 8, "alpha": 16, "datasets": ["reasonseg"]}, 8, "all-linear", False),  # target_modules left out
+    ({"rank": 4, "alpha": 8, "datasets": ["reasonseg"], "target_modules": "q_proj"}, 4, "q_proj", False),
+    ({"rank": 4, "alpha": 8, "datasets": ["reasonseg"], "target_modules": ["q_proj", "v_proj"]}, 4, "q_proj,v_proj",
+     False),
+])
+def test_a_lora_adapters_rank_and_targets_reach_the_settings(tmp_path, lora, rank, targets, reference):
+    """Hyperparameter `lora` (adaptation/hyperparameters.py lora_for_dataset) for the job's dataset: its rank, its
+    target_modules ("all-linear" when left out, peft's default in adaptation/config.py lora_config; a list joined
+    by commas, StepShape.lora_targets' form) and no second reference model (TRL: the peft model with the adapter
+    off). Not for this dataset: full fine-tuning, the reference of kl_beta."""
+    hp = {"num_generations": 4, "kl_beta": 0.04} | ({"lora": lora} if lora else {})
+    settings = cost.job_settings(_plan(tmp_path, hp), _job())
+    assert (settings.lora_rank, settings.lora_targets, settings.reference) == (rank, targets, reference)
+
+
+# --- job_decision ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("resources, argument, gpu_memory_gb", [
+    ({"gpu_memory_gb": 40}, None, 40),  # the config's resources.gpu_memory_gb
+    ({}, None, 80),  # resources without the key: 80
+    (None, None, 80),  # no resources section: 80
+    ({"gpu_memory_gb": 40}, 24, 24),  # the argument (plan_table's / fewer_gpus') over the config
+])
+def test_a_jobs_decision_is_for_the_argument_or_the_configs_gpu_memory_else_80(tmp_path, monkeypatch, resources,
+                                                                                argument, gpu_memory_gb):
+    """job_decision hands decide the GPU memory: its argument, else the config's resources.gpu_memory_gb, else 80
+    (an H100's, the schema's default); decide is stood in for, recording what it is given."""
+    seen = []
+    monkeypatch.setattr(cost, "decide", lambda config, settings, memory_gb, **kw: seen.append(memory_gb) or "decided")
+    plan = _plan(tmp_path, {"num_generations": 4}, resources=resources)
+    assert cost.job_decision(plan, _job(), argument) == "decided"
+    assert seen == [gpu_memory_gb]
