@@ -39,16 +39,13 @@ from ttrl_bench.results.author_logs import (
     write_shipped,
 )
 
-EXCERPT = Path(__file__).parent / "data" / "mathvista_20_OpenGVLab_InternVL3-8B_2e_0914_022748.excerpt.log"
+from test_author_logs import EXCERPT, _text  # the shipped excerpt and its text as written (tqdm's \r kept)
+
 P = "\x1b[36m(TaskRunner pid=3699693)\x1b[0m "  # the excerpt's Ray prefix, ANSI codes included
 INITIAL, FINAL = 100 * 185 / 490, 100 * 197 / 490
 # a validation pass of 3 batches: 0.4 x 200 + 0.36 x 200 + 0.4 x 90 = 80 + 72 + 36 = 188 of 490 (batch 200:
 # 0.36 = 9/25 needs a multiple of 25 in 164..244 (3 batches of 490): 175, 200, 225, and 200 is the roundest)
 EXTRA_PASS = "".join(f"{P}validation generation end\n{P}[ground_truth_ratio] {r}\n" for r in ("0.4", "0.36", "0.4"))
-
-
-def _text() -> str:
-    return EXCERPT.read_bytes().decode()
 
 
 def _line(number: int) -> str:

@@ -15,7 +15,6 @@ by hand in the test's docstring or comments.
 
 from __future__ import annotations
 
-import io
 import json
 import socket
 from pathlib import Path
@@ -28,25 +27,7 @@ from ttrl_bench.datasets import sources
 from ttrl_bench.datasets.registry import DatasetSpec
 from ttrl_bench.datasets.sources import DatasetSourceError
 
-
-def png(width=8, height=6) -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", (width, height), (10, 200, 30)).save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-GOOD = png()
-
-
-def save(tmp_path, columns: dict, features: dict) -> dict:
-    """A save_to_disk copy (read back as "hf-disk") with the given columns; images given as bytes
-    (None: a row without an image)."""
-    for name, feature in features.items():
-        if isinstance(feature, datasets.Image):
-            columns[name] = [{"bytes": b, "path": None} if b is not None else None for b in columns[name]]
-    path = tmp_path / "source"
-    datasets.Dataset.from_dict(columns, features=datasets.Features(features)).save_to_disk(str(path))
-    return {"path": str(path)}
+from test_dataset_sources import GOOD, save  # its save_to_disk fixture builder and a 64 x 48 PNG
 
 
 def classification_spec(fields=None, **kw) -> DatasetSpec:

@@ -15,6 +15,8 @@ import pytest
 from ttrl_bench.results.tables import (method_table, preparation_table, protocol_table, rescoring_table,
                                        run_protocols, to_markdown)
 
+from test_results import _run  # one method_table run row (model, method, train and target set, value, seed)
+
 OURS = "ours: our parser, accuracy"
 THEIRS = "the authors' parser, accuracy"
 MEAN1 = "the authors' parser, verl mean@1"
@@ -319,23 +321,18 @@ def test_to_markdown_prints_none_as_a_dash_and_honours_digits():
     assert to_markdown(pd.DataFrame({"v": [2.6], "n": [7]}), index=False, digits=0).splitlines()[2] == "| 3 | 7 |"
 
 
-def _table_run(model, method, train, target, value, seed=0):
-    return {"model": model, "method": method, "train_dataset": train, "target_dataset": target, "value": value,
-            "seed": seed}
-
-
 def test_method_table_skips_a_model_without_zero_shot_averages_seeds_and_rounds_to_two_places():
     """Model "a" has no zero-shot run: no rows for it, and model "b" after it is still laid out. b's zero-shot
     is 40 on dtd and 70 on food (Mean 55); b's TTRV on dtd has seeds 50 and 51 (mean 50.5) and no in-domain food
     run (a cross-dataset food run, 99, is not in Table 1), so its Mean is blank (NaN: a mean over the datasets
     that exist would pretend one); 100/3 on food from DARE prints 33.33. The index is named "Model", the columns
     unnamed."""
-    runs = pd.DataFrame([_table_run("a", "ttrv", "dtd", "dtd", 10.0),
-                         _table_run("b", "zero-shot", "none", "dtd", 40.0),
-                         _table_run("b", "zero-shot", "none", "food", 70.0),
-                         _table_run("b", "ttrv", "dtd", "dtd", 50.0), _table_run("b", "ttrv", "dtd", "dtd", 51.0, 1),
-                         _table_run("b", "ttrv", "dtd", "food", 99.0),
-                         _table_run("b", "dare", "dtd", "dtd", 40.0), _table_run("b", "dare", "food", "food", 100 / 3)])
+    runs = pd.DataFrame([_run("a", "ttrv", "dtd", "dtd", 10.0),
+                         _run("b", "zero-shot", "none", "dtd", 40.0),
+                         _run("b", "zero-shot", "none", "food", 70.0),
+                         _run("b", "ttrv", "dtd", "dtd", 50.0), _run("b", "ttrv", "dtd", "dtd", 51.0, 1),
+                         _run("b", "ttrv", "dtd", "food", 99.0),
+                         _run("b", "dare", "dtd", "dtd", 40.0), _run("b", "dare", "food", "food", 100 / 3)])
     table = method_table(runs)
     assert list(table.index) == ["b", "w/ DARE", "Δ DARE", "w/ TTRV", "Δ TTRV"]
     assert (table.index.name, table.columns.name, list(table.columns)) == ("Model", None, ["dtd", "food", "Mean"])

@@ -104,10 +104,10 @@ class JobSettings:
                    reference=trains and bool(h.get("kl_beta", 0)), generation_batch=h.get("generation_batch_size"),
                    per_sample=per_sample, trains=trains, **extra)
 
-    @property
-    def generation_sequences(self) -> int:
-        """Sequences HF generate decodes at once over the whole job (split across processes when it trains)."""
-        return self.generation_batch or self.rollouts
+    def prefill_shape(self, processes: int = 1) -> StepShape:
+        """The prefill of HF generate in one process: its share of the sequences the job decodes at once (the
+        generation batch, else the rollouts), split across `processes` when it trains."""
+        return self.shape(math.ceil((self.generation_batch or self.rollouts) / processes), "prefill")
 
     def shape(self, sequences: int, kind: str = "train") -> StepShape:
         if self.freeze_vision == "authors":
@@ -176,7 +176,7 @@ def gpu_peak_gb(config, settings: JobSettings, micro_batch: int, gpus: int, offl
     prefill (traced at this process's share of the generation batch), and their parts."""
     calib = calibration()
     if not settings.trains:  # vote-only: each process generates every rollout with the whole model
-        prefill = settings.shape(settings.generation_sequences, "prefill")
+        prefill = settings.prefill_shape()
         return {"train_gb": 0.0, "generation_gb": calib.of(prefill) * memory.cached_trace(config, prefill).peak_gb,
                 "state_gb": 0.0, "activations_gb": 0.0, "reference_gb": 0.0, "vllm_gb": 0.0,
                 "factor": calib.factor, "prefill_factor": calib.prefill}
@@ -194,8 +194,7 @@ def gpu_peak_gb(config, settings: JobSettings, micro_batch: int, gpus: int, offl
     if engine:  # vLLM generates: HF's generate never runs
         generation = 0.0
     else:
-        share = math.ceil(settings.generation_sequences / gpus)  # each process its share
-        prefill = settings.shape(share, "prefill")
+        prefill = settings.prefill_shape(gpus)  # each process its share
         generation = calib.of(prefill) * memory.cached_trace(config, prefill).peak_gb
     return {"train_gb": train, "generation_gb": generation, "state_gb": state, "activations_gb": activations,
             "reference_gb": reference, "vllm_gb": engine, "factor": factor,
@@ -230,10 +229,10 @@ def runtime_minutes(config, settings: JobSettings, micro_batch: int, gpus: int) 
     backward each), decoding at 2 FLOPs per parameter per new token (prefill is in the forwards)."""
     rate = authors_throughput_flops()
     if not settings.trains:  # vote-only: the prefill forward (its trace's FLOPs) and the decoding
-        share = settings.generation_sequences
-        trace = memory.cached_trace(config, settings.shape(share, "prefill"))
+        prefill = settings.prefill_shape()
+        trace = memory.cached_trace(config, prefill)
         per_round = settings.prompts_per_step * settings.rollouts * (
-            trace.flops / share + settings.new_tokens * 2 * trace.parameters)
+            trace.flops / prefill.sequences + settings.new_tokens * 2 * trace.parameters)
         flops = per_round * settings.rounds
         return {"flops": flops, "flops_per_gpu_second": rate, "compute_min": flops / (rate * gpus) / 60}
     trace = memory.cached_trace(config, settings.shape(micro_batch))
@@ -289,8 +288,7 @@ def decide(config, settings: JobSettings, gpu_memory_gb: float = 80, gpus: int |
 
 def _decision(config, settings, gpus, micro_batch, offload, peaks) -> Decision:
     # vote-only: the generation's trace holds the whole model and trains nothing (no snapshot either)
-    one = memory.cached_trace(config, settings.shape(micro_batch) if settings.trains else
-                              settings.shape(settings.generation_sequences, "prefill"))
+    one = memory.cached_trace(config, settings.shape(micro_batch) if settings.trains else settings.prefill_shape())
     host = host_gb(one.parameters, one.trainable, gpus, offload, settings.reference, settings.per_sample)
     time = runtime_minutes(config, settings, micro_batch, gpus)
     minutes = time["compute_min"] * (3 if offload else 1) + 10  # offload: PCIe-bound steps; 10: start-up
