@@ -209,7 +209,7 @@ def test_an_unknown_protocol_is_named_with_the_known_ones():
 
 def test_describe_keeps_the_named_task_sections_and_prints_the_configs_own_values():
     """What `ttrl-bench plan` prints per protocol (cli/planning.py: the config's sections, the config's values).
-    A setting belongs to the section at its path's second or third key: evaluation.<section>.<key>,
+    A setting belongs to the section that holds its key: evaluation.<section>.<key>,
     adaptation.hyperparameters.<section>.<key>. Counted in SETTINGS by hand: mcq 3 evaluation + 10 adaptation
     keys = 13; math 6 + 15 = 21; grounding 4 evaluation keys, in SETTINGS' order. Under clean a setting prints our
     value where SETTINGS has one (query_form: as_given), else "the config's"; a value the config sets (512 tokens)
@@ -226,6 +226,8 @@ def test_describe_keeps_the_named_task_sections_and_prints_the_configs_own_value
     ]
     assert len(describe("authors", None, {"mcq"})) == 13 and len(describe("clean", None, {"math"})) == 21
     assert len(describe("authors", None, {"mcq", "math"})) == 34 and describe("authors", None, set()) == []
+    # a key or a config level is no section: nothing of either path shape is kept for it
+    assert describe("authors", None, {"hyperparameters", "chat_template", "max_new_tokens", "evaluation"}) == []
     authors = describe("authors", {"evaluation": {"mcq": {"max_new_tokens": 16}}, "adaptation": {}}, {"mcq"})
     assert authors[:5] == [
         "evaluation.mcq.chat_template = authors: verl/utils/tokenizer.py hf_tokenizer: InternVL's template without "

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ttrl_bench.plan import Plan, preflight, validated
+from ttrl_bench.plan import Job, Plan, preflight, validated
 from ttrl_bench.plan.config import merge
 from ttrl_bench.plan.preflight import Need, PreflightError, check_cache, dataset_keys, fetch_command
 
@@ -586,3 +586,18 @@ def test_a_training_steps_peak_defaults_to_no_offload_on_an_80_gb_gpu(monkeypatc
     assert cost.gpu_peak_gb("the model", vote_only, 1, 1) == {
         "train_gb": 0.0, "generation_gb": 130.0, "state_gb": 0.0, "activations_gb": 0.0, "reference_gb": 0.0,
         "vllm_gb": 0.0, "factor": 1.0, "prefill_factor": 1.0}
+
+
+def test_the_jobs_of_a_small_grid_name_every_field_of_each_run():
+    """The demo config cut to zero-shot, ttrv and vr-ttrl on demo-digits, seed 3. vr-ttrl adapts on boxes, not
+    on letters: not on this dataset. One adaptation (ttrv on the 20 random samples, n20_random) and two
+    evaluations in Run order (method "ttrv" before "zero-shot"): zero-shot's train "none", its protocol the same
+    n20_random (the adaptation samples are excluded from its items too)."""
+    plan = demo_with("methods: [zero-shot, ttrv, vr-ttrl]\ndatasets: [demo-digits]\nseeds: [3]\n")
+    assert plan.jobs() == [
+        Job("adapt", "demo", "ttrv", "demo-digits", None, "n20_random", 3),
+        Job("evaluate", "demo", "ttrv", "demo-digits", "demo-digits", "n20_random", 3),
+        Job("evaluate", "demo", "zero-shot", "none", "demo-digits", "n20_random", 3),
+    ]
+    assert (plan.fits("zero-shot", "demo-digits"), plan.fits("ttrv", "demo-digits"), plan.fits("vr-ttrl", "demo-digits")) \
+        == (False, True, False)

@@ -119,20 +119,16 @@ class Plan:
     # --- the grid ---------------------------------------------------------------------------
 
     def fits(self, method: str, dataset: str) -> bool:
-        """A method's answers fit the dataset's task (MCQ rewards vote on letters, VR-TTRL on boxes)."""
-        return method != "zero-shot" and method_task(method) == self.task[dataset]
+        """A method's answers fit the dataset's task (MCQ rewards vote on letters, VR-TTRL on boxes); zero-shot
+        adapts on none (its task is None)."""
+        return method_task(method) == self.task[dataset]
 
     def reruns(self, block: dict) -> list[str]:
         """The rerun protocols of a block: its `protocols`, else the config's `protocol`."""
         return block.get("protocols", [self.config["protocol"]])
 
-    def protocol(self, block: dict, rerun: str | None = None) -> str:
-        return protocol_name(block.get("n_samples", self.n_adapt), block.get("sampling", self.sampling),
-                             rerun or self.config["protocol"])
-
-    @property
-    def main_protocol(self) -> str:
-        return self.protocol({})
+    def protocol(self, block: dict, rerun: str) -> str:
+        return protocol_name(block.get("n_samples", self.n_adapt), block.get("sampling", self.sampling), rerun)
 
     def zero_shot_protocol(self, protocol: str) -> str:
         """A zero-shot row depends on the adaptation set only through the excluded adaptation samples:

@@ -198,7 +198,7 @@ def describe(name: str, config: dict | None = None, sections=None) -> list[str]:
     from (docs and `ttrl-bench plan`); only the task sections named (e.g. {"mcq"}) where `sections` is given."""
     lines = []
     for path, theirs, source, ours, reason in SETTINGS:
-        if sections is not None and not set(path[1:3]) & set(sections):
+        if sections is not None and path[-2] not in sections:  # the task section holds the key in both path shapes
             continue
         value, why = (theirs, source) if name == "authors" else (ours if ours is not None else "the config's", reason)
         if config is not None and _has(config, path):
