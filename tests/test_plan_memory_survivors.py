@@ -6,7 +6,10 @@ time: earlier runs left the two tracing tests out of the selection).
   `trace_fn` is a recorder returning a Trace chosen by hand. `cache_dir` without the variable; `ship_cache`'s file.
 - `_language_forward` on a recording stand-in model: the sequence length of each kind, where the image sits,
   the embeddings' dtype, the attention mask.
-- `_inject_lora` with named target modules and another rank: one real trace (2 layers, about a second)."""
+- `_inject_lora` with named target modules and another rank: one real trace (2 layers, about a second).
+- `trace_step` on the tiny InternVL (about 0.5 s a trace): bf16 weights and moments, a frozen tower (trainable
+  counts, no backward through it), gradient checkpointing's activations, the LM head's FLOPs worked by hand in a
+  prefill and in training, a prefill without autocast; StepShape's refusal of another kind."""
 
 from __future__ import annotations
 
@@ -14,7 +17,6 @@ import json
 from dataclasses import replace
 
 import pytest
-
 import torch
 
 from test_plan_cost import _tiny_internvl  # InternVL3-2B cut to one 128-wide text and one 64-wide vision layer
