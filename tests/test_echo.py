@@ -8,6 +8,7 @@ import pytest
 import torch
 from PIL import Image
 
+from test_adaptation import _completions  # TRL's conversational completions of the texts
 from ttrl_bench.adaptation import trainer as trainer_module
 from ttrl_bench.adaptation.echo import (
     LogitStatistics,
@@ -260,10 +261,6 @@ def test_echo_preset_is_table_5_with_the_authors_update_defaults():
         resolve_method("echo", overrides={"update": {"multcoeff": 0.0}})
     with pytest.raises(KeyError, match="standard update"):
         resolve_method("mm-upt", overrides={"update": {"mult_coeff": 0.0}})
-
-
-def _completions(texts):
-    return [[{"role": "assistant", "content": t}] for t in texts]
 
 
 def test_majority_vote_on_math_answers_ignores_unparsable_votes():

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from test_adaptation import _completions  # TRL's conversational completions of the texts
 from ttrl_bench.adaptation import reward_bridge
 from ttrl_bench.adaptation.reward_bridge import GroupReward, completion_text
 
@@ -72,10 +73,6 @@ def test_unreadable_votes_pooled_as_an_answer_elect_it():
     label, which is never right."""
     stats = GroupReward("majority_vote", {"unparsable": "answer"}, 2)._group_stats([None, None], [1.0, 1.0], "A")
     assert (stats["majority_fraction"], stats["label_accuracy"]) == (1.0, 0.0)
-
-
-def _completions(texts):
-    return [[{"role": "assistant", "content": t}] for t in texts]
 
 
 def test_a_group_mixing_prompts_is_refused_with_its_completion_range():
