@@ -595,3 +595,43 @@ def test_optimizer_arguments_run_on_the_gpu_where_cuda_is_there(monkeypatch):
     assert optimizer_arguments(hp, 0)["use_cpu"] is True
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert optimizer_arguments(hp, 0)["use_cpu"] is False
+
+
+def test_select_trainable_freezes_the_tower_on_request_and_trains_norms_outside_it():
+    """InternVL3-2B cut to one 128-wide text layer (test_plan_cost's tiny config, meta device). freeze_vision true:
+    every vision-tower parameter frozen (InternVL's adapter, the projector, sits outside the tower and trains), the
+    rest trainable; the default (false) trains everything. trainable "norm" (Tent's choice): the norms outside the
+    tower alone: the projector's LayerNorm over 64 x 2 x 2 = 256 pixel-shuffled features (weight and bias, 512)
+    and the text layer's two RMSNorms and the final one, 3 x 128: 896. Another value is refused by name."""
+    from test_plan_cost import _tiny_internvl
+    from transformers import AutoModelForImageTextToText
+
+    from ttrl_bench.models.families import vision_tower
+
+    def tiny():
+        with torch.device("meta"):
+            return AutoModelForImageTextToText.from_config(_tiny_internvl())
+
+    def trainable(model):
+        return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+    model = tiny()
+    total, tower = sum(p.numel() for p in model.parameters()), sum(p.numel() for p in vision_tower(model).parameters())
+    baselines.select_trainable(model, {"freeze_vision": True})
+    assert not any(p.requires_grad for p in vision_tower(model).parameters())
+    assert trainable(model) == total - tower
+    model = tiny()
+    baselines.select_trainable(model, {})
+    assert trainable(model) == total
+    model = tiny()
+    baselines.select_trainable(model, {"trainable": "norm"})
+    assert trainable(model) == 2 * 256 + 3 * 128 == 896
+    with pytest.raises(ValueError, match="trainable must be 'language' or 'norm', got 'all'"):
+        baselines.select_trainable(tiny(), {"trainable": "all"})
+
+
+def test_a_baseline_refuses_a_manifest_of_more_than_one_sample_by_count():
+    """Appendix C.1's baselines adapt on one test sample at a time: two rows are refused before any model work."""
+    with pytest.raises(ValueError) as err:
+        baselines.adapt_baseline(None, None, pd.DataFrame({"id": ["a", "b"]}), None, {}, None, seed=0)
+    assert str(err.value) == "Appendix C baselines adapt on one sample at a time, got 2"

@@ -9,7 +9,9 @@ time: earlier runs left the two tracing tests out of the selection).
 - `_inject_lora` with named target modules and another rank: one real trace (2 layers, about a second).
 - `trace_step` on the tiny InternVL (about 0.5 s a trace): bf16 weights and moments, a frozen tower (trainable
   counts, no backward through it), gradient checkpointing's activations, the LM head's FLOPs worked by hand in a
-  prefill and in training, a prefill without autocast; StepShape's refusal of another kind."""
+  prefill and in training, a prefill without autocast; StepShape's refusal of another kind.
+- The seventh session's: a prefill's KV cache worked by hand per layer (`use_cache` in a prefill), and a training
+  step handed to the tracker with no gradient held (`zero_grad(set_to_none=True)`)."""
 
 from __future__ import annotations
 
@@ -207,3 +209,49 @@ def test_a_prefill_without_autocast_holds_fp32_activations():
     prefill = StepShape(sequences=2, prompt_tokens=16, image_tokens=256, new_tokens=8, kind="prefill")
     bf16 = memory.trace_step(_tiny_internvl(), prefill)
     assert memory.trace_step(_tiny_internvl(), replace(prefill, autocast=False)).peak_gb > bf16.peak_gb
+
+
+def test_a_prefill_holds_each_layers_keys_and_values_in_generates_cache():
+    """generate's first forward fills the KV cache (use_cache): each language layer more adds its weights and its
+    cached keys and values to the prefill's peak, which sits after the last layer. The tiny InternVL, 2 against 4
+    text layers; 2 sequences of 1,024 prompt + 256 image positions; 1 KV head of 128 / 2 = 64 dims. The keys are
+    float32 (the rotary embedding multiplies the bf16 keys by float32 cos/sin; autocast leaves products alone) and
+    transformers' DynamicLayer starts the values in the keys' dtype, so a layer caches 2 x 2 x 1,280 x 64 x 4 bytes
+    = 1,310,720. Its fp32 weights: q 128 x 128 + 128, k and v 128 x 64 + 64 each, o 128 x 128, the MLP 3 x 128 x 256,
+    two norms 2 x 128 = 147,968 parameters, 591,872 bytes. Without the cache (use_cache False) a layer's keys and
+    values are freed with it, and 2 layers more add their weights only."""
+    prefill = StepShape(sequences=2, prompt_tokens=1024, image_tokens=256, new_tokens=8, kind="prefill")
+    traces = []
+    for layers in (2, 4):
+        config = _tiny_internvl()
+        config.text_config.num_hidden_layers = layers
+        traces.append(memory.trace_step(config, prefill))
+    assert traces[1].parameters - traces[0].parameters == 2 * 147_968
+    added = (traces[1].peak_gb - traces[0].peak_gb) * 1e9
+    assert added == pytest.approx(2 * (591_872 + 1_310_720), abs=1)
+
+
+def test_a_training_step_starts_without_gradients_as_after_zero_grad_set_to_none(monkeypatch):
+    """The optimizer's first step makes AdamW's moments resident, then zero_grad(set_to_none=True) drops the
+    gradients (TRL's and accelerate's default): the traced step holds each gradient from the moment its backward
+    makes it, as on a GPU, not for the whole step. The tracker is handed the model and the optimizer with no
+    parameter holding a gradient."""
+    seen = []
+    real = memory._frozen_aware_tracker
+
+    def recording_tracker():
+        tracker = real()
+        track = tracker.track_external
+
+        def track_external(*modules):
+            seen.append([p.grad is None for p in modules[0].parameters()])
+            return track(*modules)
+
+        tracker.track_external = track_external
+        return tracker
+
+    monkeypatch.setattr(memory, "_frozen_aware_tracker", recording_tracker)
+    shape = StepShape(sequences=1, prompt_tokens=8, image_tokens=256, new_tokens=4)
+    trace = memory.trace_step(_tiny_internvl(), shape)
+    (grads_none,) = seen
+    assert grads_none and all(grads_none) and trace.trainable == trace.parameters

@@ -339,8 +339,9 @@ def provenance_notes(comparison: pd.DataFrame) -> list[str]:
     papers = set(comparison["paper"]) if "paper" in comparison else set()
     protocols = {**PROTOCOLS, **PAPER_PROTOCOLS.get(next(iter(papers)), {})} if len(papers) == 1 else PROTOCOLS
     for column, names in (("items", ITEMS), ("protocol", protocols)):
-        done = comparison[(comparison["status"] != "not run") & comparison[column].notna()] if column in comparison \
-            else comparison.iloc[:0]
+        if column not in comparison:  # a comparison made without provenance columns
+            continue
+        done = comparison[(comparison["status"] != "not run") & comparison[column].notna()]
         for value, group in done.groupby(column):
             described = " and ".join(names.get(v, v) for v in value.split("+"))
             notes.append(f"{column}: {described} for {', '.join(dict.fromkeys(group['dataset']))}")

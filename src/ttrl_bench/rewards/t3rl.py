@@ -157,6 +157,8 @@ class T3RLReward:
     needs_texts = True
     needs_uncertainty = False
     format_params: dict = {}
+    # weighted_vote never elects an unreadable answer: the training log's pseudo-label (reward_bridge) follows
+    unparsable = "no_reward"
 
     def __init__(self, omega: float = 5.0, verifier: str = "arithmetic", timeout_s: float = 2.0):
         if verifier not in VERIFIERS:
