@@ -635,3 +635,43 @@ def test_a_baseline_refuses_a_manifest_of_more_than_one_sample_by_count():
     with pytest.raises(ValueError) as err:
         baselines.adapt_baseline(None, None, pd.DataFrame({"id": ["a", "b"]}), None, {}, None, seed=0)
     assert str(err.value) == "Appendix C baselines adapt on one sample at a time, got 2"
+
+
+def test_a_baseline_opens_the_image_at_the_rows_input_size_and_answers_as_long_as_a_rollout(monkeypatch, tmp_path):
+    """adapt_baseline's first two steps, the rest stopped: the sample's image is opened under the image root at the
+    row's input_size (GroundingTask.view's: VR-TTRL's 840 px), or at none where the manifest has no such column,
+    and the pseudo-answer is generated with up to max_completion_length new tokens (as long as VR-TTRL's rollouts)."""
+    from pathlib import Path
+
+    class Stop(Exception):
+        pass
+
+    seen = []
+    monkeypatch.setattr(baselines, "open_model_view", lambda path, size: seen.append((path, size)) or "view")
+
+    def pseudo_answer(model, processor, row, image, method, seed, max_new_tokens):
+        seen.append((row["id"], image, seed, max_new_tokens))
+        raise Stop
+
+    monkeypatch.setattr(baselines, "pseudo_answer", pseudo_answer)
+    method = {"hyperparameters": {"max_completion_length": 2048}}
+    for manifest, size in ((pd.DataFrame({"id": ["s"], "image": ["img/1.png"], "input_size": [840]}), 840),
+                           (pd.DataFrame({"id": ["s"], "image": ["img/1.png"]}), None)):
+        seen.clear()
+        with pytest.raises(Stop):
+            baselines.adapt_baseline(None, None, manifest, Path("/data"), method, tmp_path, seed=3)
+        assert seen == [(Path("/data/img/1.png"), size), ("s", "view", 3, 2048)]
+
+
+def test_each_baseline_objective_scores_the_pseudo_answer_with_its_own_loss(monkeypatch):
+    """objective_loss on stand-in logits of the one copy: 2 answer positions over 2 tokens, both with probabilities
+    (1/4, 3/4) (logits 0 and ln 3); pseudo-answer ids [1, 0], mask [1, 0] (the second position not counted).
+    Tent: the first position's entropy, -(1/4 ln 1/4 + 3/4 ln 3/4) = 0.5623; SFT: -ln p(1) = -ln 3/4 = 0.2877."""
+    logits = torch.tensor([[[0.0, math.log(3.0)], [0.0, math.log(3.0)]]])
+    monkeypatch.setattr(baselines, "completion_logits", lambda *a, **k: logits)
+    answer = baselines.PseudoAnswer("B", [1, 0], [1, 0], ["image"])
+    row = {"prompt": "p"}
+    tent = baselines.objective_loss(None, None, row, answer, {"objective": "tent"})
+    sft = baselines.objective_loss(None, None, row, answer, {"objective": "sft"})
+    assert tent.item() == pytest.approx(-(0.25 * math.log(0.25) + 0.75 * math.log(0.75)))
+    assert sft.item() == pytest.approx(-math.log(0.75))

@@ -143,3 +143,109 @@ def test_the_fidelity_summary_keeps_the_papers_table_order_and_totals_each_statu
     summary = pt.fidelity_summary(comparison)
     assert list(summary.columns) == ["paper", "table", "cells", "agrees", "differs", "not_run"]
     assert summary.values.tolist() == [["vr-ttrl", 2, 2, 1, 0, 1], ["ttrv", 1, 1, 0, 1, 0], ["total", "", 3, 1, 1, 1]]
+
+
+RUN_COLUMNS = ["run_id", "model", "method", "train_dataset", "target_dataset", "n_adapt", "sampling", "seed"]
+
+
+def _two_runs(**extra):
+    """a: zero-shot InternVL3-2B ("m") on DTD ("d") on the TTRV authors' items; b: vr-ttrl of a model the paper
+    does not name ("x"), 80 s a sample, items not recorded."""
+    runs = pd.DataFrame([("a", "m", "zero-shot", "none", "d", "20", "random", 0, "accuracy", 50.0),
+                         ("b", "x", "vr-ttrl", "d", "d", "20", "random", 0, "giou", 75.0)],
+                        columns=[*RUN_COLUMNS, "metric", "value"])
+    return runs.assign(items=["ttrv-authors", None], **extra)
+
+
+def _long_row(run, metric, value):
+    model, train = ("InternVL3-2B", "none") if run == "a" else ("x", "DTD")
+    method = "zero-shot" if run == "a" else "vr-ttrl"
+    return {"run_id": run, "model": model, "method": method, "train_dataset": "none" if run == "a" else "d",
+            "target_dataset": "d", "n_adapt": "20", "sampling": "random", "seed": 0,
+            "items": "ttrv-authors" if run == "a" else "ours", "protocol": "clean", "our_metric": metric,
+            "value": value, "train": train, "target": "DTD"}
+
+
+def test_long_runs_give_each_metric_and_the_seconds_per_sample_of_each_run_under_the_papers_names():
+    """One row per (run, metric): the metrics table's scores (b's cIoU 70 included), then seconds_per_sample (VR-TTRL
+    Table 8): the run's own 80 s, and 0 s for zero-shot, which adapts nothing. Models and datasets take the papers'
+    names where we map them (m -> InternVL3-2B, d -> DTD), keep ours otherwise; items default to "ours" and the
+    protocol to "clean" (results from before those columns); no item count recorded: n is NaN (float)."""
+    names = ({"m": "InternVL3-2B"}, {"d": "DTD"})
+    metrics = pd.DataFrame({"run_id": ["a", "b", "b"], "metric": ["accuracy", "giou", "ciou"],
+                            "value": [50.0, 75.0, 70.0]})
+    long = pt._long_runs(_two_runs(seconds_per_sample=[float("nan"), 80.0]), metrics, *names)
+    assert long["n"].isna().all() and long["n"].dtype == "float64"
+    assert long.drop(columns="n").to_dict("records") == [
+        _long_row("a", "accuracy", 50.0), _long_row("a", "seconds_per_sample", 0.0),
+        _long_row("b", "giou", 75.0), _long_row("b", "ciou", 70.0), _long_row("b", "seconds_per_sample", 80.0)]
+    # no metrics table: each run's own metric; no seconds column: zero-shot's 0 s alone (b listed first, so the
+    # zero-shot run is not at index 0)
+    long = pt._long_runs(_two_runs().iloc[::-1].reset_index(drop=True), pd.DataFrame(), *names)
+    assert long.drop(columns="n").to_dict("records") == [
+        _long_row("b", "giou", 75.0), _long_row("a", "accuracy", 50.0), _long_row("a", "seconds_per_sample", 0.0)]
+    assert long["value"].dtype == "float64"
+    unnamed = pt._long_runs(_two_runs(), pd.DataFrame(), {}, {})  # nothing mapped: our names stand
+    assert unnamed[["model", "train", "target"]].values.tolist() == [["m", "none", "d"], ["m", "none", "d"],
+                                                                      ["x", "d", "d"]]
+    empty = pt._long_runs(_two_runs().iloc[:0], metrics, *names)
+    assert empty.empty and list(empty.columns) == [*RUN_COLUMNS, "n", "items", "protocol", "train", "target",
+                                                   "our_metric", "value"]
+
+
+def test_a_cell_takes_each_runs_first_candidate_metric_and_a_metric_we_do_not_measure_fills_nothing():
+    """ECHO Table 2 (main protocol: all samples, random). The zero-shot run on MathVision logged accuracy 30 first and
+    sampled pass@1 25 second: the pass@1 cell takes pass@1 (METRICS["pass@1"] lists it before accuracy), 25, not
+    the first logged (30) nor both (27.5). echo@Geometry3k's only cell is a metric no run measures ("f1", no
+    candidates): no cell, no error, and it does not lend its metric to zero-shot's row."""
+    published = pd.DataFrame(
+        [("echo", 2, "Qwen2.5-VL-7B", "zero-shot", "MathVision", "pass@1", 24.9),
+         ("echo", 2, "Qwen2.5-VL-7B", "echo@Geometry3k", "MathVision", "f1", 10.0)],
+        columns=["paper", "table", "model", "method", "dataset", "metric", "value"])
+    runs = pd.DataFrame([("z", "q7", "zero-shot", "none", "mathvision", "all", "random", 0, "accuracy", 30.0),
+                         ("e", "q7", "echo", "geometry3k", "mathvision", "all", "random", 0, "pass@1", 28.0)],
+                        columns=[*RUN_COLUMNS, "metric", "value"])
+    metrics = pd.DataFrame({"run_id": ["z", "z", "e"], "metric": ["accuracy", "pass@1", "pass@1"],
+                            "value": [30.0, 25.0, 28.0]})
+    ours = pt.our_cells(published, runs, metrics, pd.DataFrame(), pd.DataFrame(), {"q7": "Qwen2.5-VL-7B"},
+                        {"mathvision": "MathVision", "geometry3k": "Geometry3k"}, main=("all", "random"))
+    assert ours[[*pt.KEY, "ours", "our_metric"]].values.tolist() == [
+        ["echo", 2, "Qwen2.5-VL-7B", "zero-shot", "MathVision", "pass@1", 25.0, "pass@1"]]
+
+
+def test_table_8_cells_give_each_datasets_count_before_and_after_the_resolution_filter_as_floats():
+    """TTRV Table 8: per dataset n_original (before the filter) then n_used (kept), under the paper's dataset name
+    where we map one (dtd -> DTD), ours otherwise; counts as floats (the cells' `ours` column); no prep_stats, no
+    cells."""
+    prep = pd.DataFrame({"dataset": ["dtd", "newset"], "original": [5640, 10], "kept": [5600, 7]})
+    parts = pt._prep_cells(("ttrv", 8), prep, {"dtd": "DTD"})
+    cells = pd.concat(parts, ignore_index=True)
+    assert list(cells.columns) == ["paper", "table", "model", "method", "dataset", "metric", "ours", "our_metric"]
+    assert cells["ours"].dtype == "float64"
+    assert cells.values.tolist() == [
+        ["ttrv", 8, "-", "resolution-filter", "DTD", "n_original", 5640.0, "prep_stats.original"],
+        ["ttrv", 8, "-", "resolution-filter", "newset", "n_original", 10.0, "prep_stats.original"],
+        ["ttrv", 8, "-", "resolution-filter", "DTD", "n_used", 5600.0, "prep_stats.kept"],
+        ["ttrv", 8, "-", "resolution-filter", "newset", "n_used", 7.0, "prep_stats.kept"]]
+    assert pt._prep_cells(("ttrv", 8), prep.iloc[:0], {}) == []
+
+
+def test_table_10_latency_is_the_mean_wall_time_of_the_paper_models_jobs_per_kind():
+    """TTRV Table 10 from Snakemake's benchmark files: evaluate jobs are normal inference, adapt jobs adaptation on
+    n<N> samples. A job's model counts when it is one of the paper's, under our key (m2b) or already under the
+    paper's name (InternVL3-2B); the demo model's job is left out. Normal inference (10 + 20) / 2 = 15 over 2 jobs;
+    adapting on 20 samples 200 (1 job), on 1 sample 30 (1 job, "sample" singular)."""
+    benchmarks = pd.DataFrame(
+        [("evaluate", "m2b/zero-shot/none/dtd/n20_random/seed0", 10.0),
+         ("evaluate", "InternVL3-2B/zero-shot/none/dtd/n20_random/seed0", 20.0),
+         ("evaluate", "demo/zero-shot/none/dtd/n20_random/seed0", 99.0),
+         ("adapt", "m2b/ttrv/dtd/dtd/n20_random/seed0", 200.0),
+         ("adapt", "m2b/ttrv/dtd/dtd/n1_random/seed0", 30.0)], columns=["rule", "job", "seconds"])
+    parts = pt._latency_cells(("ttrv", 10), benchmarks, {"InternVL3-2B"}, {"m2b": "InternVL3-2B"})
+    cells = pd.concat(parts, ignore_index=True)
+    assert cells.values.tolist() == [
+        ["ttrv", 10, "unspecified", "normal-inference", "all", "latency_s", 15.0, "benchmark s, mean of 2 jobs"],
+        ["ttrv", 10, "unspecified", "adaptation-20-samples", "all", "latency_s", 200.0, "benchmark s, mean of 1 jobs"],
+        ["ttrv", 10, "unspecified", "adaptation-1-sample", "all", "latency_s", 30.0, "benchmark s, mean of 1 jobs"]]
+    assert list(cells.columns) == ["paper", "table", "model", "method", "dataset", "metric", "ours", "our_metric"]
+    assert pt._latency_cells(("ttrv", 10), benchmarks.iloc[:0], {"InternVL3-2B"}, {}) == []

@@ -168,7 +168,6 @@ def adapt_baseline(model, processor, manifest: pd.DataFrame, image_root: Path, m
     steps = Dataset.from_dict({"step": list(range(hp["epochs"] * process_state().num_processes))})
     trainer = ObjectiveTrainer(
         model=model, args=training_arguments(out_dir, hp, seed), train_dataset=steps, callbacks=[progress],
-        data_collator=lambda rows: {"step": torch.tensor([r["step"] for r in rows])},
         loss_fn=lambda m: objective_loss(m, processor, row, answer, method),
     )
     trainer.train()

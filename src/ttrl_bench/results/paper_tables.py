@@ -88,10 +88,11 @@ def _long_runs(runs: pd.DataFrame, metrics: pd.DataFrame, model_names: dict, dat
     runs = runs if "n" in runs else runs.assign(n=math.nan)  # test items behind each score
     runs = runs.assign(**{c: runs[c].fillna(d) if c in runs else d for c, d in PROVENANCE.items()})
     long = runs[[*_RUN_KEYS, "n", *PROVENANCE]].merge(pd.concat([scores[["run_id", "metric", "value"]], per_sample]).dropna(), on="run_id")
+    # unmapped names stand (a map with no hit is all-NaN float64, which pandas 4 will refuse to fill with strings)
     return long.assign(
-        model=long["model"].map(model_names).fillna(long["model"]),
-        train=long["train_dataset"].map(dataset_names).fillna(long["train_dataset"]),
-        target=long["target_dataset"].map(dataset_names).fillna(long["target_dataset"]),
+        model=long["model"].map(lambda m: model_names.get(m, m)),
+        train=long["train_dataset"].map(lambda d: dataset_names.get(d, d)),
+        target=long["target_dataset"].map(lambda d: dataset_names.get(d, d)),
     ).rename(columns={"metric": "our_metric"})
 
 
@@ -101,7 +102,7 @@ def _score_cells(key, spec: Table, cells: pd.DataFrame, long: pd.DataFrame, main
     for paper_method in cells["method"].unique():
         ours = spec.methods.get(paper_method, paper_method)
         method, n_adapt, sampling, *train = (ours, None, None) if isinstance(ours, str) else ours
-        protocol = main if method == "zero-shot" else (n_adapt or main[0], sampling or main[1])
+        protocol = (n_adapt or main[0], sampling or main[1])  # zero-shot: the main protocol (no table sets its own)
         rows = long[(long["method"] == method) & (long["n_adapt"] == protocol[0]) & (long["sampling"] == protocol[1])]
         if method == "zero-shot" and spec.cross:
             # the base model on each pair's target, under the pair's name
@@ -110,7 +111,7 @@ def _score_cells(key, spec: Table, cells: pd.DataFrame, long: pd.DataFrame, main
             rows = rows.merge(pairs, on="target")
         elif spec.cross:
             rows = rows[rows["train"] != rows["target"]].assign(dataset=lambda f: f["train"] + "->" + f["target"])
-        elif train and method != "zero-shot":  # adapted on that training set, scored on each target
+        elif train:  # adapted on that training set, scored on each target
             rows = rows[rows["train"] == train[0]].assign(dataset=lambda f: f["target"])
         else:
             anywhere = method == "zero-shot" or method in spec.trained_elsewhere
@@ -129,7 +130,7 @@ def _score_cells(key, spec: Table, cells: pd.DataFrame, long: pd.DataFrame, main
                 **{c: (c, _joined) for c in PROVENANCE})
             bounds = [interval(group["value"], group["n"].mean(), metric)
                       for _, group in found.groupby(["model", "dataset"])]  # same order as agg's rows
-            agg[["low", "high"]] = pd.DataFrame(bounds, columns=["low", "high"]) if bounds else None
+            agg[["low", "high"]] = pd.DataFrame(bounds, columns=["low", "high"])  # found has rows: bounds too
             out.append(agg.assign(paper=key[0], table=key[1], method=paper_method, metric=metric))
     return out
 
@@ -138,7 +139,7 @@ def _prep_cells(key, prep_stats: pd.DataFrame, dataset_names: dict) -> list[pd.D
     """TTRV Table 8: test samples before (n_original) and after (n_used) the resolution filter."""
     if prep_stats.empty:
         return []
-    dataset = prep_stats["dataset"].map(dataset_names).fillna(prep_stats["dataset"])
+    dataset = prep_stats["dataset"].map(lambda d: dataset_names.get(d, d))
     return [pd.DataFrame({"paper": key[0], "table": key[1], "model": "-", "method": "resolution-filter",
                           "dataset": dataset, "metric": metric, "ours": prep_stats[column].astype(float),
                           "our_metric": f"prep_stats.{column}"})
