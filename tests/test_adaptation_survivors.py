@@ -675,3 +675,24 @@ def test_each_baseline_objective_scores_the_pseudo_answer_with_its_own_loss(monk
     sft = baselines.objective_loss(None, None, row, answer, {"objective": "sft"})
     assert tent.item() == pytest.approx(-(0.25 * math.log(0.25) + 0.75 * math.log(0.75)))
     assert sft.item() == pytest.approx(-math.log(0.75))
+
+
+def test_the_adaptation_dataset_puts_a_rows_system_prompt_first_and_keeps_its_question(tmp_path):
+    from PIL import Image
+
+    for name in ("a.png", "b.png"):
+        Image.new("RGB", (4, 4)).save(tmp_path / name)
+    (tmp_path / "c.png").write_bytes(b"not a png")
+    manifest = pd.DataFrame({"id": ["s0", "s1", "s2"], "image": ["a.png", "b.png", "c.png"], "prompt": ["Q0", "Q1", "Q2"],
+                             "system": ["Be brief.", None, None], "split": ["test"] * 3, "answer": ["A", "B", "C"]})
+    dataset = grpo.adaptation_dataset(manifest, tmp_path)
+    first, second = dataset[0], dataset[1]
+    assert first["prompt"] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Q0"}]
+    assert second["prompt"] == [{"role": "user", "content": "Q1"}]  # no system prompt for this row
+    # the prompt text again for DARE's forward; the manifest's other columns ride along, split and system do not
+    assert (first["question"], second["question"], first["answer"]) == ("Q0", "Q1", "A")
+    assert "split" not in first and "system" not in first
+    assert grpo.adaptation_dataset(manifest.drop(columns="system"), tmp_path)[0]["prompt"] == [
+        {"role": "user", "content": "Q0"}]
+    with pytest.raises(ValueError, match=rf"^adaptation sample s2: image {tmp_path / 'c.png'} does not decode: \S"):
+        dataset[2]

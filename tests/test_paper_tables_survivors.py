@@ -5,6 +5,7 @@ published_markers). Every expected value is worked out by hand from the frames b
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from ttrl_bench.results import paper_tables as pt
 
@@ -249,3 +250,18 @@ def test_table_10_latency_is_the_mean_wall_time_of_the_paper_models_jobs_per_kin
         ["ttrv", 10, "unspecified", "adaptation-1-sample", "all", "latency_s", 30.0, "benchmark s, mean of 1 jobs"]]
     assert list(cells.columns) == ["paper", "table", "model", "method", "dataset", "metric", "ours", "our_metric"]
     assert pt._latency_cells(("ttrv", 10), benchmarks.iloc[:0], {"InternVL3-2B"}, {}) == []
+
+
+def test_our_cells_refuse_unknown_metric_definitions_naming_the_setting_and_the_known_ones():
+    empty = pd.DataFrame()
+    with pytest.raises(ValueError) as refused:
+        pt.our_cells(empty, empty, empty, empty, empty, {}, {}, definitions="paper")
+    assert str(refused.value) == ("evaluation.grounding.metric_definitions must be one of code, appendix_a, "
+                                  "got 'paper'")
+
+
+def test_an_empty_selection_of_published_cells_compares_to_an_empty_table_with_every_column():
+    published = pd.DataFrame(columns=[*pt.KEY, "value"])
+    comparison = pt.compare(published, pd.DataFrame(columns=pt._OUT))
+    assert comparison.empty and list(comparison.columns) == [
+        *pt.KEY, "paper_value", "ours", "low", "high", "our_metric", "delta", "status", "items", "protocol"]

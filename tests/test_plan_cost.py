@@ -1,6 +1,9 @@
 """The cost model (plan/memory.py, plan/cost.py): traced memory, calibration against the H100 runs,
 host memory, and the GPU / offload / micro-batch decision."""
 
+import logging
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -274,6 +277,59 @@ def test_the_plan_reports_a_4_gpu_adaptations_gpu_hours_from_its_predicted_minut
     assert totals["node_hours"] == 3.1
 
 
+def test_decides_defaults_are_an_80_gb_gpu_an_adaptation_job_and_the_models_gpus_key(synthetic):
+    """Left out, the GPU memory is the schema's 80 GB and the refusal names an adaptation job and the
+    models.<name>.gpus key: 1 GPU, micro-batch 16, no offload: 116 + 16 (bf16 reference) + 2 + 1.5 x 16 = 158 GB."""
+    with pytest.raises(ValueError, match=r"^adaptation job: predicted GPU peak 158\.0 GB per GPU \(training 158\.0, .*"
+                                         r"exceeds the GPU's 80 GB \(resources\.gpu_memory_gb\)\. Change "
+                                         r"models\.<name>\.gpus, the method's micro_batch_size / generation_batch_size, "
+                                         r"or resources\.gpu_memory_gb$"):
+        cost.decide(None, synthetic, gpus=1, micro_batch=16, offload=False)
+
+
+def test_a_layout_refusing_a_micro_batch_leaves_the_smaller_ones_on_the_same_gpus_to_try(synthetic):
+    """A layout that runs at most micro-batch 8: on 2 GPUs 16 is refused and 8 still tried, 58 + 8 + 2 + 1.5 x 8
+    = 80 GB, which fits (without the refusal 2 GPUs and 8 are chosen as well)."""
+    def at_most_8(gpus, micro_batch):
+        if micro_batch > 8:
+            raise ValueError("micro-batch above 8")
+        return micro_batch
+
+    d = cost.decide(None, synthetic, gpu_memory_gb=80, layout=at_most_8)
+    assert (d.gpus, d.micro_batch, d.offload) == (2, 8, False)
+
+
+def test_a_refusal_names_the_first_tried_of_the_lowest_peaks(synthetic):
+    """8 GPUs, offload: training 2 + 1.5 m + 16 / 8 = 4 + 1.5 m GB is below the generation prefill's 16.4 GB
+    for m = 1..8, so micro-batches 8, 4, 2, 1 tie at a 16.4 GB peak (16 gives 28). On a 10 GB GPU the refusal
+    names the first of them tried, the largest."""
+    with pytest.raises(ValueError, match=r"predicted GPU peak 16\.4 GB per GPU \(training 16\.0, generation 16\.4; "
+                                         r"8 GPU\(s\), micro-batch 8, offload True\)"):
+        cost.decide(None, synthetic, gpu_memory_gb=10, gpus=8, offload=True)
+
+
+def test_a_presets_gradient_checkpointing_defaults_to_on_and_a_missing_kl_beta_to_no_reference():
+    assert cost.JobSettings.from_preset({}, 4).gradient_checkpointing is True  # the trainer's default
+    assert cost.JobSettings.from_preset({"gradient_checkpointing": False}, 4).gradient_checkpointing is False
+    assert cost.JobSettings.from_preset({}, 4).reference is False
+    assert cost.JobSettings.from_preset({"kl_beta": 0.04}, 4).reference is True
+
+
+def test_a_vote_only_or_objective_job_has_no_layout_and_all_samples_lay_out_as_a_million(monkeypatch):
+    def plan_of(hp):
+        return SimpleNamespace(method_spec=lambda method, protocol: {"hyperparameters": hp})
+
+    job = SimpleNamespace(method="m", protocol="p")
+    assert cost.job_layout(plan_of({"num_generations": 4, "updates": False}), job) is None  # vote-only
+    assert cost.job_layout(plan_of({"epochs": 5}), job) is None  # an objective baseline: no GRPO batch
+    seen = []
+    monkeypatch.setattr(cost, "layout_samples", lambda plan, job: None)  # "all" before preparation
+    monkeypatch.setattr(cost, "quiet_layout", lambda hp, gpus, n: seen.append((hp, gpus, n)) or
+                        {"per_device_train_batch_size": 2})
+    layout = cost.job_layout(plan_of({"num_generations": 4}), job)
+    assert layout(2, 8) == 2 and seen == [({"num_generations": 4, "micro_batch_size": 8}, 2, 10**6)]
+
+
 def test_a_predicted_peak_equal_to_the_gpus_memory_fits_and_just_over_does_not(synthetic):
     """2 GPUs, micro-batch 8, no offload: 116 / 2 + 16 / 2 (bf16 reference) + 2 + 1.5 x 8 = 80 GB per GPU. It fits
     an 80 GB GPU and an 80.01 GB one; on 79.99 GB nothing else may be tried (all three fixed), so the dry run stops
@@ -286,3 +342,15 @@ def test_a_predicted_peak_equal_to_the_gpus_memory_fits_and_just_over_does_not(s
     # left free, the 79.99 GB GPU takes the next micro-batch down: 58 + 8 + 2 + 1.5 x 4 = 74 GB
     d = cost.decide(None, synthetic, gpu_memory_gb=79.99)
     assert (d.gpus, d.micro_batch, d.gpu_peak_gb) == (2, 4, 74.0)
+
+
+def test_the_planners_layout_is_adaptation_layouts_without_its_warnings_which_the_job_prints(caplog):
+    from ttrl_bench.adaptation.layout import plan_batch_layout
+
+    hp = {"num_generations": 2, "prompts_per_step": 4, "micro_batch_size": 2}  # 1 sample < 4 prompts per step
+    logger = logging.getLogger("ttrl_bench.adaptation.layout")
+    with caplog.at_level(logging.INFO, logger="ttrl_bench.adaptation.layout"):  # a level of its own, as a user may set
+        planned = cost.quiet_layout(hp, 1, 1)
+        assert caplog.records == [] and logger.level == logging.INFO  # that logger silenced, then as it was
+        assert plan_batch_layout(hp, 1, 1) == planned  # the job itself warns once
+    assert [r.getMessage() for r in caplog.records] == ["1 adaptation samples < prompts_per_step 4: 1 prompt(s) per step"]

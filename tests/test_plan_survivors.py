@@ -552,7 +552,8 @@ def test_a_decision_records_the_parameters_and_trainable_counts_of_the_trace_it_
     vote_only = cost.JobSettings(rollouts=8, trained=8, prompts_per_step=1, new_tokens=10, rounds=5, trains=False,
                                  reference=False)
     d = cost.decide(None, vote_only)
-    assert (d.gpus, d.predicted["parameters"], d.predicted["trainable"]) == (1, 8_000_000_000, 0)
+    # one GPU and one sequence at a time: nothing shards or batches a vote-only job
+    assert (d.gpus, d.micro_batch, d.predicted["parameters"], d.predicted["trainable"]) == (1, 1, 8_000_000_000, 0)
 
 
 def test_a_training_steps_peak_defaults_to_no_offload_on_an_80_gb_gpu(monkeypatch):

@@ -238,7 +238,7 @@ def compare(published: pd.DataFrame, ours: pd.DataFrame, provenance: pd.DataFram
         extra = [c for c in provenance.columns if c not in [*KEY, "value"]]
         merged = merged.merge(provenance.drop(columns="value"), on=KEY, how="left")
     merged["delta"] = merged["ours"] - merged["paper_value"]
-    merged["status"] = merged.apply(_status, axis=1) if len(merged) else []
+    merged["status"] = merged.apply(_status, axis=1)
     return merged[[*KEY, "paper_value", "ours", "low", "high", "our_metric", "delta", "status", *PROVENANCE, *extra]]
 
 
