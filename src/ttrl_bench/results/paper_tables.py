@@ -76,6 +76,12 @@ PROVENANCE = {"items": "ours", "protocol": "clean"}
 _OUT = [*KEY, "ours", "our_metric", "low", "high", *PROVENANCE]
 
 
+def _paper_names(names: pd.Series, paper_name: dict) -> pd.Series:
+    """Our model / dataset names under the papers' names; an unmapped one stands (a map with no hit is all-NaN
+    float64, which pandas 4 will refuse to fill with strings)."""
+    return names.map(lambda name: paper_name.get(name, name))
+
+
 def _long_runs(runs: pd.DataFrame, metrics: pd.DataFrame, model_names: dict, dataset_names: dict) -> pd.DataFrame:
     """One row per (run, our metric), models and datasets under the papers' names."""
     if runs.empty:
@@ -88,11 +94,10 @@ def _long_runs(runs: pd.DataFrame, metrics: pd.DataFrame, model_names: dict, dat
     runs = runs if "n" in runs else runs.assign(n=math.nan)  # test items behind each score
     runs = runs.assign(**{c: runs[c].fillna(d) if c in runs else d for c, d in PROVENANCE.items()})
     long = runs[[*_RUN_KEYS, "n", *PROVENANCE]].merge(pd.concat([scores[["run_id", "metric", "value"]], per_sample]).dropna(), on="run_id")
-    # unmapped names stand (a map with no hit is all-NaN float64, which pandas 4 will refuse to fill with strings)
     return long.assign(
-        model=long["model"].map(lambda m: model_names.get(m, m)),
-        train=long["train_dataset"].map(lambda d: dataset_names.get(d, d)),
-        target=long["target_dataset"].map(lambda d: dataset_names.get(d, d)),
+        model=_paper_names(long["model"], model_names),
+        train=_paper_names(long["train_dataset"], dataset_names),
+        target=_paper_names(long["target_dataset"], dataset_names),
     ).rename(columns={"metric": "our_metric"})
 
 
@@ -139,7 +144,7 @@ def _prep_cells(key, prep_stats: pd.DataFrame, dataset_names: dict) -> list[pd.D
     """TTRV Table 8: test samples before (n_original) and after (n_used) the resolution filter."""
     if prep_stats.empty:
         return []
-    dataset = prep_stats["dataset"].map(lambda d: dataset_names.get(d, d))
+    dataset = _paper_names(prep_stats["dataset"], dataset_names)
     return [pd.DataFrame({"paper": key[0], "table": key[1], "model": "-", "method": "resolution-filter",
                           "dataset": dataset, "metric": metric, "ours": prep_stats[column].astype(float),
                           "our_metric": f"prep_stats.{column}"})
@@ -153,7 +158,7 @@ def _latency_cells(key, benchmarks: pd.DataFrame, paper_models: set[str], model_
     if benchmarks.empty:
         return []
     model = benchmarks["job"].str.split("/").str[0]
-    benchmarks = benchmarks[model.map(lambda m: model_names.get(m, m)).isin(paper_models)]
+    benchmarks = benchmarks[_paper_names(model, model_names).isin(paper_models)]
     n_adapt = benchmarks["job"].str.extract(r"(?:^|/)n(\d+|all)_", expand=False)
     groups = {"normal-inference": benchmarks["rule"] == "evaluate"}
     for n in n_adapt.dropna().unique():
