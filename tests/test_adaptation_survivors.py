@@ -96,17 +96,20 @@ def test_steps_per_round_counts_whole_optimizer_steps_of_a_generation_batch():
                               "generation batch, 2 per step; raise generation_batch_size")
 
 
-def _learning_rates(args, num_iterations: int, steps: int) -> list[float]:
-    """The lr of each optimizer step (base lr 1) under per_round_schedule."""
-    parameter = torch.nn.Parameter(torch.zeros(1))
-    optimizer = torch.optim.SGD([parameter], lr=1.0)
-    schedule = per_round_schedule(optimizer, args, num_iterations, steps)
+def learning_rates(schedule, optimizer, steps: int) -> list[float]:
+    """The lr of each of `steps` optimizer steps (the schedule stepped after each, as Trainer does)."""
     rates = []
     for _ in range(steps):
         rates.append(optimizer.param_groups[0]["lr"])
         optimizer.step()
         schedule.step()
     return rates
+
+
+def _learning_rates(args, num_iterations: int, steps: int) -> list[float]:
+    """The lr of each optimizer step (base lr 1) under per_round_schedule."""
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    return learning_rates(per_round_schedule(optimizer, args, num_iterations, steps), optimizer, steps)
 
 
 def test_the_per_round_schedule_holds_each_rounds_lr_and_counts_warm_up_in_rounds():

@@ -17,6 +17,8 @@ from ttrl_bench.adaptation import placement
 from ttrl_bench.adaptation import trainer as trainer_module
 from ttrl_bench.adaptation.trainer import PlaceholderInRolloutError
 
+from test_adaptation_survivors import learning_rates  # the lr of each optimizer step under a schedule
+
 
 def bare_trainer(**attrs) -> trainer_module.TestTimeGRPOTrainer:
     trainer = object.__new__(trainer_module.TestTimeGRPOTrainer)
@@ -25,24 +27,10 @@ def bare_trainer(**attrs) -> trainer_module.TestTimeGRPOTrainer:
     return trainer
 
 
-def learning_rates(schedule, optimizer, steps: int) -> list[float]:
-    """The lr of each of `steps` optimizer steps (the schedule stepped after each, as Trainer does)."""
-    rates = []
-    for _ in range(steps):
-        rates.append(round(optimizer.param_groups[0]["lr"], 10))
-        optimizer.step()
-        schedule.step()
-    return rates
-
-
-def sgd() -> torch.optim.SGD:
-    return torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
-
-
 def scheduled(per: str, own_optimizer: bool):
     """create_scheduler(4 steps) of a trainer scheduling per `per` over a linear schedule without warm-up, a round
     being 2 micro-batches of 1 optimizer step each; (trainer, schedule, the lr of each of the 4 steps)."""
-    optimizer = sgd()
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
     args = SimpleNamespace(lr_scheduler_type="linear", lr_scheduler_kwargs={}, warmup_steps=0, steps_per_generation=2,
                            gradient_accumulation_steps=1, get_warmup_steps=lambda steps: 0)
     trainer = bare_trainer(lr_schedule_per=per, lr_scheduler=None, optimizer=optimizer if own_optimizer else None,

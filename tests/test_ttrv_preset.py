@@ -23,6 +23,8 @@ from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.datasets.sampling import select_adaptation_samples
 from ttrl_bench.models.loading import load_model
 
+from test_adaptation_survivors import learning_rates  # the lr of each optimizer step under a schedule
+
 # verl's lr in round r of 10 (warm-up int(0.03 x 10) = 0 rounds): 5e-7 x 0.5 x (1 + cos(pi r / 10)), the cosines
 # of 0, 18, 36, ... 162 degrees: 1, .9510565, .8090170, .5877853, .3090170, 0, -.3090170, ...
 VERL_AI2D_LRS = [5.0e-7, 4.8776413e-7, 4.5225425e-7, 3.9694631e-7, 3.2725425e-7,
@@ -48,12 +50,7 @@ def test_ai2d_internvl3_2b_on_4_gpus_takes_40_steps_at_verls_per_round_lrs():
     # 20 samples // 4 per round = 5 rounds per epoch, x 2 epochs = 10 rounds = 40 optimizer steps
     rounds, steps = 10, 40
     optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=hp["learning_rate"])
-    schedule = per_round_schedule(optimizer, args, 1, steps)
-    lrs = []
-    for _ in range(steps):
-        lrs.append(optimizer.param_groups[0]["lr"])
-        optimizer.step()
-        schedule.step()
+    lrs = learning_rates(per_round_schedule(optimizer, args, 1, steps), optimizer, steps)
     assert lrs == pytest.approx([lr for lr in VERL_AI2D_LRS for _ in range(4)], rel=1e-6)
     assert len(VERL_AI2D_LRS) == rounds
 
@@ -67,12 +64,7 @@ def test_warm_up_is_int_of_3_percent_of_the_rounds_and_starts_at_lr_0():
     for rounds, first_lrs in [(33, [1.0, 0.5 * (1 + math.cos(math.pi / 33))]),
                               (34, [0.0, 1.0, 0.5 * (1 + math.cos(math.pi / 33))])]:
         optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
-        schedule = per_round_schedule(optimizer, args, 1, rounds * 4)
-        lrs = []
-        for _ in range(rounds * 4):
-            lrs.append(optimizer.param_groups[0]["lr"])
-            optimizer.step()
-            schedule.step()
+        lrs = learning_rates(per_round_schedule(optimizer, args, 1, rounds * 4), optimizer, rounds * 4)
         assert lrs[: 4 * len(first_lrs) : 4] == pytest.approx(first_lrs)
 
 
