@@ -89,7 +89,11 @@ def get_base_model_input(wildcards):
 
 
 def get_eval_model_input(wildcards):
-    return PLAN.eval_model(Job.of("evaluate", wildcards))[1]
+    """The model an evaluation loads. Adapted weights are ancient(): their run.json, written after them, tells
+    Snakemake when they are new, while a directory half-deleted by a killed run (temp(), removed file by file,
+    its mtime now newer) must not rerun an evaluation that finished: the rerun would load it."""
+    inputs = PLAN.eval_model(Job.of("evaluate", wildcards))[1]
+    return {**inputs, "model": ancient(inputs["model"])} if "run" in inputs else inputs
 
 
 def get_eval_model_source(wildcards):

@@ -1,27 +1,55 @@
-"""A workflow killed mid-way and rerun continues from what finished and ends with the same
-results as an uninterrupted run."""
+"""A workflow killed at any moment and rerun continues from what finished and ends with the same
+results as an uninterrupted run. Each moment is reached deterministically: a job kills its whole
+process group (Snakemake with it) at a named point (TTRL_BENCH_TEST_KILL_AT, runs/kill_points.py), and
+Snakemake itself is killed half-way through deleting the adapted weights (temp()) by a wrapper of the
+shutil.rmtree it deletes directories with (snakemake/io/__init__.py `remove`)."""
 
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from test_workflow import _copy_workflow, _snakemake
+from test_workflow import _copy_workflow, _env, _snakemake
+from ttrl_bench.models.saved import RECORD, missing_files
 from ttrl_bench.results.store import query
+from ttrl_bench.runs.kill_points import ENV, MOMENTS
 
+# one GRPO method: every moment below happens in its jobs; the zero-shot row shares the store
 SMALL = """\
 datasets: [demo-digits]
-methods: [zero-shot, ttrl-majority, ttrv]
+methods: [zero-shot, ttrl-majority]
 adaptation:
   hyperparameters:
     mcq: {num_generations: 4, max_completion_length: 6, learning_rate: 3.0e-5, epochs: 1}
 evaluation: {mcq: {samples: 64}}
+"""
+ADAPTED = "results/adapt/demo/ttrl-majority/demo-digits/n20_random/seed0"
+ADAPTED_EVAL = "results/eval/demo/ttrl-majority/demo-digits/demo-digits/n20_random/seed0"
+
+# Snakemake killed while it removes the adapted weights (temp()), after their evaluation finished: the
+# files unlinked but generation_config.json, the state the issue 52 run was left in.
+KILLED_IN_TEMP_REMOVAL = """
+import os, runpy, shutil, signal, sys
+from pathlib import Path
+
+rmtree = shutil.rmtree
+
+def killed_half_way(path, *args, **kwargs):
+    path = Path(path)
+    if path.name == "model" and "adapt" in path.parts:
+        for f in path.rglob("*"):
+            if f.is_file() and f.name != "generation_config.json":
+                f.unlink()
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+    return rmtree(path, *args, **kwargs)
+
+shutil.rmtree = killed_half_way
+sys.argv = ["snakemake", *sys.argv[1:]]
+runpy.run_module("snakemake", run_name="__main__")
 """
 
 
@@ -31,6 +59,21 @@ def _store(work: Path):
     predictions = query(db, "SELECT run_id, id, raw_output FROM predictions ORDER BY run_id, id")
     train_log = query(db, "SELECT method, step, reward_mean, rollout_accuracy FROM train_log ORDER BY method, step")
     return runs, predictions, train_log
+
+
+def _killed(work: Path, args: list[str], moment: str) -> str:
+    """Run Snakemake until it is killed at `moment`; its log. A killed Snakemake leaves its lock behind:
+    what a user does next is unlock, then rerun."""
+    env = _env()
+    if moment == "temp-removal":
+        command = [sys.executable, "-c", KILLED_IN_TEMP_REMOVAL, *args]
+    else:
+        command, env[ENV] = [sys.executable, "-m", "snakemake", *args], moment
+    # its own process group: what the kill takes down is this Snakemake and its jobs, never pytest
+    run = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, start_new_session=True)
+    assert run.returncode == -signal.SIGKILL, f"not killed at {moment}:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    _snakemake(work, "--unlock", "--configfile", "small.yaml")
+    return run.stdout + run.stderr
 
 
 @pytest.mark.workflow
@@ -48,34 +91,40 @@ def test_killed_run_resumes_to_the_same_results(tmp_path, demo_data, scene_data,
     # the store is what is compared: tables, figures and the reward audit are not built
     # (the target first: --configfile takes every argument after it)
     args = ["results/benchmark.duckdb", "--cores", "2", "--configfile", "small.yaml"]
+    model, adapted_eval = killed / ADAPTED / "model", killed / ADAPTED_EVAL
 
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    log = tmp_path / "killed.log"
-    with log.open("w") as sink:
-        process = subprocess.Popen([sys.executable, "-m", "snakemake", *args], cwd=killed, env=env,
-                                   stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 900
-        # kill once Snakemake has recorded an evaluation as finished (other jobs run on)
-        while not re.search(r"Finished jobid: \d+ \(Rule: evaluate\)", log.read_text()):
-            assert process.poll() is None, "the workflow ended before it could be killed:\n" + log.read_text()[-3000:]
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
-        os.killpg(process.pid, signal.SIGKILL)  # the scheduler and every running job, mid-way
-    process.wait()
-    text = log.read_text()
-    outputs = dict(re.findall(r"rule evaluate:\n(?:\s+input:.*\n)?\s+output: (\S+predictions\.parquet),[^\n]*\n(?:.*\n)*?\s+jobid: (\d+)", text))
-    outputs = {jobid: path for path, jobid in outputs.items()}
-    finished = [outputs[j] for j in re.findall(r"Finished jobid: (\d+) \(Rule: evaluate\)", text)]
-    assert finished and all((killed / path).exists() for path in finished)
-    assert not (killed / "results/benchmark.duckdb").exists()
+    # each kill lands in the rerun of the one before: the killed job is rerun (rerun-incomplete,
+    # profiles/default) and reaches the next moment
+    _killed(killed, args, "adapt-save")  # half the checkpoint written
+    assert (model / "config.json").exists() and missing_files(model) == [RECORD]
+    _killed(killed, args, "adapt-outputs")  # the weights and train log written, run.json not
+    assert not missing_files(model) and (killed / ADAPTED / "train_log.parquet").exists()
+    assert not (killed / ADAPTED / "run.json").exists()
+    _killed(killed, args, "evaluate")  # predictions written, metrics not (the zero-shot or the adapted row's)
+    assert any(not (p.parent / "metrics.json").exists() for p in (killed / "results/eval").rglob("predictions.parquet"))
+    _killed(killed, args, "temp-removal")  # the evaluation finished, its weights half-deleted
+    assert (adapted_eval / "metrics.json").exists()
+    assert sorted(p.name for p in model.iterdir()) == ["generation_config.json"]
+    _killed(killed, args, "ingest")  # the store's first table written to its temporary file
+    assert (killed / "results/benchmark.duckdb.tmp").exists() and not (killed / "results/benchmark.duckdb").exists()
 
-    # a killed Snakemake leaves its lock behind: what a user does next is unlock, then rerun
-    _snakemake(killed, "--unlock", "--configfile", "small.yaml")
     rerun = _snakemake(killed, *args)
-    # what finished before the kill is not redone
-    for path in finished:
-        assert f"output: {path}" not in rerun.stdout + rerun.stderr, path
+    # the evaluation that finished is not redone (its half-deleted weights would be loaded), nor the adaptation
+    assert f"output: {ADAPTED_EVAL}" not in rerun.stdout + rerun.stderr
+    assert f"output: {ADAPTED}" not in rerun.stdout + rerun.stderr
 
     _snakemake(clean, *args)
     for resumed, uninterrupted in zip(_store(killed), _store(clean)):
         assert resumed.equals(uninterrupted)
+
+
+def test_every_named_moment_is_reached_by_the_resume_test():
+    """The moments the library can kill at are exactly those test_killed_run_resumes_to_the_same_results
+    kills at (plus Snakemake's own temp removal): a new kill point is tested, a removed one is not asked for."""
+    text = Path(__file__).read_text()
+    asked = {m for m in MOMENTS if f'_killed(killed, args, "{m}")' in text}
+    assert asked == set(MOMENTS)
+    source = Path(__file__).resolve().parents[1] / "src/ttrl_bench"
+    called = {line.split('kill_point("')[1].split('"')[0] for p in source.rglob("*.py")
+              for line in p.read_text().splitlines() if 'kill_point("' in line}
+    assert called == set(MOMENTS)

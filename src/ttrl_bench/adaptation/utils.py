@@ -12,6 +12,8 @@ import torch
 from transformers import TrainerCallback
 
 from ..models.families import parameter_count
+from ..models.saved import record_saved
+from ..runs.kill_points import kill_point
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +63,8 @@ def save_adapted(trainer, processor, out: Path, dtype: torch.dtype) -> None:
     """The adapted weights in the checkpoint's own dtype (what evaluation loads), gathered whole from
     however many processes hold shards of them. A LoRA run (hyperparameter `lora`) saves its adapter in
     out/lora_adapter, as the ECHO authors' checkpoint holds one, and beside it the base checkpoint with the
-    adapter merged by peft, which evaluation loads like any other."""
+    adapter merged by peft, which evaluation loads like any other. The completion record (models/saved.py)
+    comes last."""
     from peft import PeftModel
 
     state = trainer.accelerator.get_state_dict(trainer.model)  # every process takes part
@@ -72,7 +75,9 @@ def save_adapted(trainer, processor, out: Path, dtype: torch.dtype) -> None:
             state = model.state_dict()
         model.save_pretrained(out, state_dict={k: v.to(dtype) for k, v in state.items()})
         save_config_dtype(model.config, out, dtype)
+        kill_point("adapt-save")  # tests/test_resume.py: a kill with half the checkpoint written
         processor.save_pretrained(out)
+        record_saved(out)  # last: what evaluation checks before it trusts the directory
     trainer.accelerator.wait_for_everyone()
 
 

@@ -17,6 +17,7 @@ def cmd_adapt(args) -> None:
     from ..generation.precision import adaptation_precision
     from ..models.families import use_chat_template
     from ..models.loading import checkpoint_dtype, load_model
+    from ..runs.kill_points import kill_point
     from ..runs.processes import process_state
     from ..runs.provenance import provenance
 
@@ -44,6 +45,7 @@ def cmd_adapt(args) -> None:
         import pandas as pd
 
         pd.DataFrame(train_log.attrs["verifications"]).to_parquet(out / "verifications.parquet", index=False)
+    kill_point("adapt-outputs")  # tests/test_resume.py: a kill between the job's outputs
     meta = {
         **run_identity(args, args.dataset, args.dataset),
         "adapt_seconds": seconds,

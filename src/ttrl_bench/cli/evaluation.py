@@ -90,6 +90,15 @@ def cmd_evaluate(args) -> None:
             f"adapted weights {args.model_source} are gone: Snakemake deletes them once evaluated (temp()). Set config "
             "`adaptation.keep_adapted_weights: true` and rerun snakemake (it adapts again and keeps them) to rerun "
             "this evaluation by hand")
+    if args.adapt_run:
+        from ..models.saved import missing_files
+
+        missing = missing_files(Path(args.model_source))
+        if missing:  # a kill while the adaptation saved them, or while Snakemake deleted them
+            raise RuntimeError(
+                f"adapted weights {args.model_source} are incomplete (missing {', '.join(missing[:3])}"
+                f"{', ...' if len(missing) > 3 else ''}): a run was killed while saving or deleting them. Delete "
+                f"the directory (rm -r {args.model_source}) and rerun snakemake: it adapts again")
     data_dir = Path(args.data)
     sampling = _eval_sampling(args)  # before any work
     samples, task = _evaluation_set(data_dir, args)

@@ -14,6 +14,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from ..generation.hf import chat_prompt, generate_greedy, generate_sampled
+from ..runs.kill_points import kill_point
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,7 @@ def write_evaluation(predictions: pd.DataFrame, task, out_dir: Path, extra: dict
         **extra,
     }
     predictions.to_parquet(out_dir / "predictions.parquet", index=False)
+    kill_point("evaluate")  # tests/test_resume.py: a kill with one of the two outputs written
     (out_dir / "metrics.json").write_text(json.dumps(summary, indent=2, default=str))
     log.info("%s %.2f on %d samples (%d unparsable)", primary, summary["value"], summary["n"], summary["n_unparsable"])
     return summary

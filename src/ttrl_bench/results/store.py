@@ -17,6 +17,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from ..runs.kill_points import kill_point
 from .author_logs import shipped_runs, shipped_steps
 
 log = logging.getLogger(__name__)
@@ -109,6 +110,7 @@ def ingest(db_path: Path, eval_dirs: list[Path], adapt_dirs: list[Path], data_di
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM frame")
             con.unregister("frame")
             counts[name] = len(frame)
+            kill_point("ingest")  # tests/test_resume.py: a kill with part of the store written
     os.replace(tmp, db_path)
     log.info("ingested %s into %s", counts, db_path)
     return counts
