@@ -136,13 +136,14 @@ NAMED = {
 
 @pytest.mark.parametrize("case", list(NAMED))
 def test_named_degenerate_outputs_are_unparsable_in_bounded_time(case):
-    """Each parser on each named output returns within 2 s (a 1,024-token output is a few thousand
-    characters; these are 100-1,000 times longer)."""
+    """Each parser on each named output returns within 2 s of CPU (a 1,024-token output is a few thousand
+    characters; these are 100-1,000 times longer). The thread's CPU time, not the wall clock: other processes
+    on the cores stretch the wall clock 3x and more (issue 52), never the work done (0.2 s at most here)."""
     text = NAMED[case]
     for name, parse in PARSERS.items():
-        start = time.perf_counter()
+        start = time.thread_time()
         parse(text)
-        assert time.perf_counter() - start < 2.0, name
+        assert time.thread_time() - start < 2.0, name
     assert grounding.parse_objects(NAMED["a run of ["]) is None
 
 

@@ -40,10 +40,13 @@ def test_escapes_with_the_audit_hook_disabled_fail_inside():
     ("while True:\n    print('x' * 4096)", "output limit"),  # ... or in pieces: stdout is capped at 1 MiB
 ])
 def test_limits_stop_what_runs_away(code, reason):
+    # no wall-clock bound from above (issue 52: it measures the machine's load): "timeout" comes only from the
+    # wall-clock deadline, the CPU rlimit behind it (int(1.0) + 1 s) would end the loop with an exit status.
+    # What another limit stops gets a limit no start-up under load reaches.
     start = time.monotonic()
-    outcome = run_untrusted(code, timeout_s=1.0)
+    outcome = run_untrusted(code, timeout_s=1.0 if reason == "timeout" else 30.0)
     assert not outcome.ok and outcome.reason.startswith(reason), outcome
-    assert time.monotonic() - start < 3.0
+    assert time.monotonic() - start >= (1.0 if reason == "timeout" else 0.0)
 
 
 # issue 37's "done when", the hook switched off from inside first: each attempt fails and the outcome
@@ -145,7 +148,7 @@ def test_arithmetic_returns_its_answer_and_nothing_outlives_the_sandbox():
     outcome = run_untrusted(sandbox.HOOK_OFF + "if os.fork() == 0:\n    import time\n    time.sleep(60)\n"
                             "else:\n    while True:\n        pass", timeout_s=1.0)
     assert outcome.reason == "timeout"
-    assert _sandboxes_left(deadline=time.monotonic() + 2.0) == []
+    assert _sandboxes_left(deadline=time.monotonic() + 30.0) == []  # returns once none is left: room for load
     found = sandbox._cgroup.parents()
     assert not isinstance(found, str)
     left = [p for parent in found[1] for p in parent.glob(f"{sandbox._cgroup.PREFIX}{os.getpid()}-*")]
