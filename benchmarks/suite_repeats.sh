@@ -16,6 +16,7 @@
 # A run that wants the README's install instead: INSTALL=1 runs the README's first command's install part
 # verbatim in the clone (minutes, network to PyPI) and then adds pytest-randomly.
 set -euo pipefail
+unset PYTHONPATH  # the clone's own src, never another checkout's
 cd "$(dirname "$0")/.."
 REPO=$PWD
 RUNS=${1:-5}
