@@ -156,6 +156,26 @@ def test_save_adapted_writes_the_gathered_weights_in_the_checkpoints_dtype(tmp_p
     assert accelerator.calls == [("get_state_dict", model), ("unwrap_model", model), ("wait_for_everyone",)]
 
 
+
+def test_the_saved_weights_record_comes_last_and_tells_a_half_deleted_directory(tmp_path):
+    """save_adapted's record (models/saved.py) lists every file it wrote with its size: a whole directory
+    misses nothing; one file gone (Snakemake's temp() removal unlinks them one by one), one cut short, or
+    the record itself gone, and what is missing is named."""
+    from ttrl_bench.models.saved import RECORD, missing_files
+
+    model = tiny_llama()
+    accelerator = RecordingAccelerator({})
+    processor = SimpleNamespace(save_pretrained=lambda out: (out / "tokenizer.json").write_text("{}"))
+    save_adapted(SimpleNamespace(accelerator=accelerator, model=model), processor, tmp_path, torch.bfloat16)
+    listed = json.loads((tmp_path / RECORD).read_text())["files"]
+    assert {"model.safetensors", "config.json", "tokenizer.json"} <= set(listed)  # the processor's too: it came last
+    assert listed["tokenizer.json"] == 2 and missing_files(tmp_path) == []
+    (tmp_path / "model.safetensors").unlink()
+    (tmp_path / "tokenizer.json").write_text("{")
+    assert sorted(missing_files(tmp_path)) == ["model.safetensors", "tokenizer.json"]
+    (tmp_path / RECORD).unlink()
+    assert missing_files(tmp_path) == [RECORD]
+
 def test_a_lora_run_saves_its_gathered_adapter_and_the_base_with_it_merged_on_the_host(tmp_path, monkeypatch):
     """LoRA r=2, alpha=4 on q_proj of a tiny Llama loaded from tmp_path/base. The live adapter's B is still 0 (as
     on a process holding shards); the gathered state's B is 0.01 x (1..32) as a 16 x 2 matrix. Saved: that B in

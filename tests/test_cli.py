@@ -41,12 +41,29 @@ def test_evaluating_deleted_adapted_weights_says_how_to_keep_them(tmp_path):
     assert "models.<name>.source" not in result.stderr
 
 
+
+def test_evaluating_half_deleted_adapted_weights_names_the_directory_and_the_fix(tmp_path):
+    """What a kill during Snakemake's removal of the weights left (issue 52: generation_config.json alone)."""
+    model = tmp_path / "results/adapt/demo/ttrv/demo-digits/n20_random/seed0/model"
+    model.mkdir(parents=True)
+    (model / "generation_config.json").write_text("{}")
+    (tmp_path / "run.json").write_text("{}")
+    result = _cli("evaluate", "--model-source", str(model.relative_to(tmp_path)), "--adapt-run", "run.json",
+                  "--model-name", "demo", "--method", "ttrv", "--dataset", "demo-digits", "--data",
+                  "results/data/demo-digits", "--out", "out", "--backend", "hf", cwd=tmp_path)
+    assert result.returncode == 1
+    assert (f"adapted weights {model.relative_to(tmp_path)} are incomplete (missing ttrl_bench_saved.json)"
+            in result.stderr)
+    assert f"(rm -r {model.relative_to(tmp_path)}) and rerun snakemake: it adapts again" in result.stderr
+    assert "Traceback" not in result.stderr
+
 def test_a_store_locked_by_another_process_names_it_and_the_retry_command(tmp_path):
     db = tmp_path / "benchmark.duckdb"
     ingest(db, [], [], [])
     holder = subprocess.Popen(
-        [sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(db)!r}); print('held', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True)
+        # held until killed below, not for a fixed time: a render-tables slowed past it by load found it free
+        [sys.executable, "-c", f"import duckdb, sys; c = duckdb.connect({str(db)!r}); print('held', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
         result = _cli("render-tables", "--db", str(db), "--out-dir", "tables", cwd=tmp_path)
