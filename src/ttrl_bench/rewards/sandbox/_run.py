@@ -192,6 +192,11 @@ def _command(bwrap: str, seccomp_fd: int, name: str, view: tuple[str, ...]) -> l
             "--", python, "-I", "-S", "-c", PRELUDE, "/tmp", name]
 
 
+def _drops_root() -> bool:
+    """Whether the sandbox drops to UNPRIVILEGED: where the caller is root."""
+    return os.geteuid() == 0
+
+
 @functools.cache
 def _libc():
     import ctypes
@@ -317,7 +322,7 @@ def run_untrusted(code: str, timeout_s: float = 2.0, memory_mb: int = 256, outpu
             os.write(filter_write, _filter())
         finally:
             os.close(filter_write)
-        drop = os.geteuid() == 0
+        drop = _drops_root()
         view, staged = _staged_view() if drop else (_interpreter_view(), ())
         if drop:
             _stage_folder()
