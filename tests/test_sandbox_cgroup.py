@@ -65,7 +65,25 @@ def test_a_real_cgroup_holds_the_limits_and_is_removed():
         limit, pids = (("memory.max", "pids.max") if group.version == 2 else ("memory.limit_in_bytes", "pids.max"))
         assert int((group.folders[0] / limit).read_text()) == 96 * 2**20
         assert (group.folders[-1] / pids).read_text().strip() == "12"
+        if group.version == 1:  # issue 54: TCP buffers charged to the cgroup (v1 charges them only once this is set)
+            assert int((group.folders[0] / "memory.kmem.tcp.limit_in_bytes").read_text()) == 96 * 2**20
         assert group.events() == {"memory": 0, "processes": 0}
     finally:
         group.remove()
     assert not any(folder.exists() for folder in group.folders)
+
+
+def test_stale_cgroups_go_by_age_whatever_the_pid_and_by_a_gone_process(tmp_path):
+    """Issue 54: a verifier killed by SIGKILL leaves its empty folders; the next process removes those
+    older than STALE_S even where the PID in the name is alive again (reused), and those of a gone
+    process; a young folder of a live process stays (it may be running)."""
+    live, gone = os.getppid(), 2**22 + 1  # above pid_max's ceiling: no such process
+    names = {"old live": f"{_cgroup.PREFIX}{live}-1", "young live": f"{_cgroup.PREFIX}{live}-2",
+             "young gone": f"{_cgroup.PREFIX}{gone}-1", "other": "not-ours"}
+    for name in names.values():
+        (tmp_path / name).mkdir()
+    stale = os.stat(tmp_path).st_mtime - _cgroup.STALE_S - 5
+    os.utime(tmp_path / names["old live"], (stale, stale))
+    os.utime(tmp_path / names["other"], (stale, stale))
+    _cgroup._remove_stale((tmp_path,))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([names["young live"], names["other"]])

@@ -27,11 +27,10 @@ runs `escape_suite` (the hook switched off first, then what a hostile rollout wo
 weaker sandbox; nothing falls back to the hook alone.
 """
 
-from ._run import (NO_SANDBOX_SETTING, PIDS_MAX, TMP_BYTES, Outcome, SandboxUnavailable, bwrap_binary,
-                   run_untrusted)
+from ._run import NO_SANDBOX_SETTING, PIDS_MAX, TMP_BYTES, UNPRIVILEGED, Outcome, SandboxUnavailable, bwrap_binary
 from ._probes import (ESCAPE_PROBE, HOOK_OFF, MEMORY_PROBE, MEMORY_PROBE_MB, Probe, SandboxReport,
-                      check_sandbox, escape_suite, sandbox_report)
+                      check_sandbox, escape_suite, run_untrusted, sandbox_report)
 
 __all__ = ["ESCAPE_PROBE", "HOOK_OFF", "MEMORY_PROBE", "MEMORY_PROBE_MB", "NO_SANDBOX_SETTING", "PIDS_MAX", "TMP_BYTES",
            "Outcome", "Probe", "SandboxReport", "SandboxUnavailable", "bwrap_binary", "check_sandbox", "escape_suite",
-           "run_untrusted", "sandbox_report"]
+           "run_untrusted", "sandbox_report", "UNPRIVILEGED"]

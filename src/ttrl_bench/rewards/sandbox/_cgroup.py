@@ -7,7 +7,9 @@ sandbox (every process bubblewrap starts inherits it), in whichever hierarchy th
   included); nothing here enables a controller;
   `memory.max`, `memory.swap.max` 0, `pids.max`;
 - cgroup v1's `memory` and `pids` hierarchies otherwise (a child of this process's cgroup in each):
-  `memory.limit_in_bytes` (and `memory.memsw.limit_in_bytes`), `pids.max`.
+  `memory.limit_in_bytes` (and `memory.memsw.limit_in_bytes`), `pids.max`, and
+  `memory.kmem.tcp.limit_in_bytes` (v1 charges TCP buffers to the cgroup only once it is written,
+  UDP's never: the seccomp filter allows no IP socket, this is the second layer; issue 54).
 
 The process that execs bubblewrap joins it before the exec (`join`, from subprocess's preexec_fn),
 so nothing of the sandbox ever runs outside it. `CgroupUnavailable` names what is missing.
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PREFIX = "ttrl-sandbox-"
+STALE_S = 600  # a sandbox's cgroup older than this is left over (runs last seconds), whichever its PID
 
 
 class CgroupUnavailable(RuntimeError):
@@ -140,6 +143,8 @@ class Cgroup:
                 (group.folders[0] / "memory.limit_in_bytes").write_text(str(memory_bytes))
                 if (group.folders[0] / "memory.memsw.limit_in_bytes").exists():
                     (group.folders[0] / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+                if (group.folders[0] / "memory.kmem.tcp.limit_in_bytes").exists():
+                    (group.folders[0] / "memory.kmem.tcp.limit_in_bytes").write_text(str(memory_bytes))
                 (group.folders[1] / "pids.max").write_text(str(pids_max))
             group._fds = [os.open(folder / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC) for folder in group.folders]
         except OSError as err:
@@ -205,7 +210,10 @@ class Cgroup:
 
 @functools.cache
 def _remove_stale(parents_: tuple[Path, ...]) -> None:
-    """Empty cgroups of sandboxes whose process is gone (it crashed before removing them)."""
+    """Empty cgroups of sandboxes that were never removed (their process was killed): those whose
+    process is gone, and, whatever the PID in their name (it may have been reused), those older
+    than STALE_S. A cgroup with a process in it is never removed (rmdir refuses it)."""
+    now = time.time()
     for parent in parents_:
         try:
             entries = list(parent.glob(f"{PREFIX}*"))
@@ -213,7 +221,11 @@ def _remove_stale(parents_: tuple[Path, ...]) -> None:
             continue
         for folder in entries:
             pid = folder.name[len(PREFIX):].split("-")[0]
-            if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists():
+            try:
+                old = now - folder.stat().st_mtime > STALE_S
+            except OSError:
+                continue
+            if old or (pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists()):
                 try:
                     folder.rmdir()
                 except OSError:
