@@ -79,6 +79,12 @@ def test_the_authors_parser_on_their_logged_responses():
     golds = [s["answer"] for s in LOG["samples"]]
     assert (parsed, golds) == (["D", "", "C"], ["B", "C", "C"])
     assert [authors_correct(p, g) for p, g in zip(parsed, golds)] == [False, False, True]
+    # issue 53 item 9: their reward decodes with special tokens kept (reward_manager/ttrl.py:79
+    # skip_special_tokens=False), so "." reaches lines 602-611 as ".<|im_end|>": no final "." to strip, no
+    # standalone letter (the D of END is inside a word), so the answer is "<|im_end|>" where ours reads "": both wrong
+    kept = [authors_answer(s["response"]) for s in LOG["samples"]]
+    assert kept == ["D", "<|im_end|>", "C"]
+    assert [authors_correct(p, g) for p, g in zip(kept, golds)] == [False, False, True]
     # an unreadable output keeps its own text: two different ones are two different votes
     assert authors_answer("It is a leaf") == "A" and authors_answer("yes/") == "yes" and authors_answer(None) == ""
     # choice_parser ttrv: the same reading, an output that gives no letter a parse failure ("" is no letter)

@@ -60,6 +60,10 @@ SETTINGS = [
      "Qwen2.5-VL included, trains its whole vision tower",
      None, "the presets' vision encoder frozen for every family, its adapter trained (VR-TTRL Appendix C.1; "
      "the TTRV paper is silent)"),
+    (("adaptation", "hyperparameters", "mcq", "diversity_entropy"), "normalized",
+     "ttt_metrics.py:25-46 test_time_train_metrics: rewards_en = p - 0.75 H / log M (M distinct answers; 0 when M "
+     "is 1); the group constant cancels in the advantages, except in verl's float32 residue of an agreeing group",
+     None, "the paper's Eq. 7: p - 0.75 H (the preset's `entropy: paper`)"),
     # VR-TTRL (no public code): VisionReasoner's evaluation, dvlab-research/VisionReasoner @a455092
     # (vision_reasoner/models/vision_reasoner_model.py, evaluation/evaluation_segmentation.py), the base
     # VR-TTRL builds on; the rewards follow Seg-Zero @42a3345 under both protocols (rewards/grounding.py)
