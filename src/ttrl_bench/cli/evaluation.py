@@ -115,7 +115,7 @@ def cmd_adapt_per_sample(args) -> None:
     """VR-TTRL: adapt on each evaluation sample and predict it, in one job (no weights saved)."""
     from ..runs.processes import process_state
     from ..adaptation.per_sample import adapt_each_sample
-    from ..evaluation.evaluate import predictions_frame, write_evaluation
+    from ..evaluation.evaluate import predictions_frame, with_prompts, write_evaluation
     from ..generation.precision import adaptation_precision
     from ..models.loading import load_model
     from ..runs.provenance import provenance
@@ -136,7 +136,8 @@ def cmd_adapt_per_sample(args) -> None:
             **provenance({"method": method, "model_source": args.model_source, "seed": args.seed})}
     (adapt_out / "run.json").write_text(json.dumps(meta, indent=2, default=str))
     extra = {**_eval_provenance(args, args.dataset, meta), "seconds_per_sample": meta["seconds_per_sample"]}
-    write_evaluation(predictions_frame(outputs, samples, task), task, Path(args.out), extra, sum(seconds))
+    predictions = with_prompts(predictions_frame(outputs, samples, task), processor, samples)
+    write_evaluation(predictions, task, Path(args.out), extra, sum(seconds))
 
 
 def _add_eval_args(p) -> None:

@@ -91,9 +91,15 @@ def evaluate_model(model, processor, samples: pd.DataFrame, image_root: Path, ta
                        if ok else [])
         raw.extend(next(outputs) if error is None else empty for _, error in decoded)
         errors.extend(error for _, error in decoded)
-    frame = predictions_frame(raw, samples, task, errors)
-    # the text each item was given, through the chat template (one placeholder per image: `ttrl-bench prompt`
-    # shows the processor's expansion)
+    return with_prompts(predictions_frame(raw, samples, task, errors), processor, samples)
+
+
+def with_prompts(frame: pd.DataFrame, processor, samples: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with the text each item was given (`prompt_text`, where the task's columns have none) and that
+    text through the chat template (`chat_prompt`, one placeholder per image: `ttrl-bench prompt` shows the
+    processor's expansion): every evaluation's predictions, the per-sample ones included."""
+    if "prompt_text" not in frame:
+        frame["prompt_text"] = list(samples["prompt"])
     if hasattr(processor, "apply_chat_template"):
         systems = samples["system"] if "system" in samples else [None] * len(samples)
         frame["chat_prompt"] = [chat_prompt(processor, p, s) for p, s in zip(samples["prompt"], systems)]
