@@ -39,6 +39,8 @@ def _evaluation_set(data_dir: Path, args):
         test = select_adaptation_samples(test, args.eval_samples, args.seed)
     if task.family == "grounding":  # the query's form and the image size the model is shown (VR-TTRL)
         test = task.view(test)
+    if getattr(args, "min_image_side", None):  # the ECHO authors' evaluation enlarges small images (decode_image)
+        test = test.assign(min_side=args.min_image_side)
     return test, task
 
 
@@ -173,6 +175,8 @@ def _add_eval_args(p) -> None:
     p.add_argument("--prompt", choices=["training", "authors"], default="training",
                    help="math items: the training prompt or the ECHO authors' evaluation prompt (config "
                         "evaluation.math.prompt)")
+    p.add_argument("--min-image-side", type=int, default=None,
+                   help="a shorter image side enlarged to this many pixels (config evaluation.math.min_image_side)")
     p.add_argument("--grader", choices=["exact", "lenient"], default="exact",
                    help="math answers: our exact normal forms or the ECHO authors' lenient grading (config "
                         "evaluation.math.grader)")

@@ -50,12 +50,13 @@ VLLM_CHUNK = 1024
 
 def decode_image(image_root: Path, sample: dict):
     """(RGB image, None), or (None, the reason naming the sample id and file) when it does not decode.
-    A grounding sample with `input_size` (GroundingTask.view) is shown resized to that square."""
+    A grounding sample with `input_size` (GroundingTask.view) is shown resized to that square; a sample with
+    `min_side` (config evaluation.math.min_image_side) has a shorter side enlarged to it."""
     from ..datasets.preprocessing import DECODE_ERRORS, open_model_view
 
     path = Path(image_root) / sample["image"]
     try:
-        return open_model_view(path, sample.get("input_size")), None
+        return open_model_view(path, sample.get("input_size"), sample.get("min_side")), None
     except DECODE_ERRORS as err:
         return None, f"sample {sample['id']}: image {path} does not decode: {err}"
 
