@@ -79,6 +79,12 @@ def test_the_authors_parser_on_their_logged_responses():
     golds = [s["answer"] for s in LOG["samples"]]
     assert (parsed, golds) == (["D", "", "C"], ["B", "C", "C"])
     assert [authors_correct(p, g) for p, g in zip(parsed, golds)] == [False, False, True]
+    # issue 53 item 9: their reward decodes with special tokens kept (reward_manager/ttrl.py:79
+    # skip_special_tokens=False), so "." reaches lines 602-611 as ".<|im_end|>": no final "." to strip, no
+    # standalone letter (the D of END is inside a word), so the answer is "<|im_end|>" where ours reads "": both wrong
+    kept = [authors_answer(s["response"]) for s in LOG["samples"]]
+    assert kept == ["D", "<|im_end|>", "C"]
+    assert [authors_correct(p, g) for p, g in zip(kept, golds)] == [False, False, True]
     # an unreadable output keeps its own text: two different ones are two different votes
     assert authors_answer("It is a leaf") == "A" and authors_answer("yes/") == "yes" and authors_answer(None) == ""
     # choice_parser ttrv: the same reading, an output that gives no letter a parse failure ("" is no letter)
@@ -211,7 +217,7 @@ def test_describe_keeps_the_named_task_sections_and_prints_the_configs_own_value
     """What `ttrl-bench plan` prints per protocol (cli/planning.py: the config's sections, the config's values).
     A setting belongs to the section that holds its key: evaluation.<section>.<key>,
     adaptation.hyperparameters.<section>.<key>. Counted in SETTINGS by hand: mcq 3 evaluation + 10 adaptation
-    keys = 13; math 6 + 15 = 21; grounding 4 evaluation keys, in SETTINGS' order. Under clean a setting prints our
+    keys = 14; math 7 + 16 = 23; grounding 4 evaluation keys, in SETTINGS' order. Under clean a setting prints our
     value where SETTINGS has one (query_form: as_given), else "the config's"; a value the config sets (512 tokens)
     replaces either, with the protocol's reason kept; keys the config lacks keep the protocol's value."""
     from ttrl_bench.plan.protocols import describe
@@ -224,8 +230,8 @@ def test_describe_keeps_the_named_task_sections_and_prints_the_configs_own_value
         "evaluation.grounding.max_new_tokens = 512: the rollouts' budget (VR-TTRL presets' max_completion_length); "
         "the paper states none for evaluation",
     ]
-    assert len(describe("authors", None, {"mcq"})) == 13 and len(describe("clean", None, {"math"})) == 21
-    assert len(describe("authors", None, {"mcq", "math"})) == 34 and describe("authors", None, set()) == []
+    assert len(describe("authors", None, {"mcq"})) == 14 and len(describe("clean", None, {"math"})) == 23
+    assert len(describe("authors", None, {"mcq", "math"})) == 37 and describe("authors", None, set()) == []
     # a key or a config level is no section: nothing of either path shape is kept for it
     assert describe("authors", None, {"hyperparameters", "chat_template", "max_new_tokens", "evaluation"}) == []
     authors = describe("authors", {"evaluation": {"mcq": {"max_new_tokens": 16}}, "adaptation": {}}, {"mcq"})

@@ -304,3 +304,22 @@ def test_an_index_answer_must_be_below_the_number_of_options():
     assert rows._letter_answer("3", ["w", "x", "y", "z"], "index") == "D"
     with pytest.raises(ValueError, match=re.escape("answer '4' is not a valid index for 4 options")):
         rows._letter_answer("4", ["w", "x", "y", "z"], "index")
+
+
+def test_a_mathverse_answer_given_as_option_text_is_that_options_letter():
+    """Issue 53 item 7. MathVerse testmini's option-text golds, as the TTRV authors' mathverse_20/test.json keeps
+    34 of them ("False" under "A. True / B. False", "053 ^\\circ T" under "A. 053 ^\\circ T ..."): the one option
+    whose text the answer is gives its letter (B, A), in the MCQ and the math reader; a letter stays a letter even
+    where an option's text is a letter; an answer two options share, or none, stays a bad row."""
+    f, fm = REGISTRY["mathverse"].fields, REGISTRY["mathverse-math"].fields
+    true_false = "True or false: the distance is the opposite side.\nChoice:\nA. True\nB. False"
+    bearing = "Find the true bearing.\nChoice:\nA. 053 ^\\circ T\nB. 082 ^\\circ T\nC. 045 ^\\circ T\nD. 037 ^\\circ T"
+    for question, answer, letter in [(true_false, "False", "B"), (bearing, "053 ^\\circ T", "A")]:
+        row = {"question_for_eval": question, "answer": answer}
+        assert rows.read_options_in_text(row, f, None)["answer"] == letter
+        assert rows.read_math_options_in_text(row, fm, None)["answer"] == letter
+    letters_as_text = {"question_for_eval": "Which?\nA. B\nB. A", "answer": "A"}
+    assert rows.read_options_in_text(letters_as_text, f, None)["answer"] == "A"
+    for answer in ("7", "x"):  # "x" two options' text, "7" none
+        with pytest.raises(ValueError, match=f"answer '{answer}' is no option letter nor the text of exactly one of the 3"):
+            rows.read_options_in_text({"question_for_eval": "Which?\nA. x\nB. x\nC. y", "answer": answer}, f, None)

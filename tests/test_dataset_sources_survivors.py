@@ -421,6 +421,8 @@ def test_keep_checks_only_its_column_not_its_value(tmp_path):
         {"id": "keep-test-000001", "split": "test", "source_id": "1", "image_path": raw / "keep-test-000001.img",
          "skip": "not_applicable"},
     ]
+    # issue 53 item 7: a skipped row's image is never written (SEED-Bench's video frames), a kept row's is
+    assert sorted(p.name for p in raw.iterdir()) == ["keep-test-000000.img"]
 
 
 def test_a_row_without_an_image_is_warned_about_and_the_next_rows_still_read(tmp_path, caplog):

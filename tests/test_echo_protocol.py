@@ -219,12 +219,12 @@ def test_the_echo_config_plans_the_authors_protocol(tmp_path):
         assert {k: hp[k] for k in ("n_votes", "num_generations", "generation_batch_size", "micro_batch_size",
                                    "loss_type", "dual_clip", "token_confidence", "answer_parser", "chat_template",
                                    "kl_clamp", "trl_vllm_is_correction", "bias_corrected_kl", "advantages",
-                                   "decay_every_parameter", "lr_schedule_per")} == {
+                                   "decay_every_parameter", "lr_schedule_per", "data_seed")} == {
             "n_votes": 32, "num_generations": 32, "generation_batch_size": 256, "micro_batch_size": 2,
             "loss_type": "bnpo", "dual_clip": 3.0, "token_confidence": "sampled", "answer_parser": "boxed",
             "chat_template": "model", "kl_clamp": 10.0, "trl_vllm_is_correction": False,
             "bias_corrected_kl": False, "advantages": "verl", "decay_every_parameter": True,
-            "lr_schedule_per": "round"}
+            "lr_schedule_per": "round", "data_seed": 1}
     # 8 prompts x 32 rollouts a round, one prompt's 32 a step: on 4 GPUs 32 / (2 x 4) = 4 micro-batches each
     assert plan_batch_layout(plan.method_specs["echo"]["hyperparameters"], 4, 2101) == {
         "per_device_train_batch_size": 2, "gradient_accumulation_steps": 4, "generation_batch_size": 256}
@@ -232,9 +232,9 @@ def test_the_echo_config_plans_the_authors_protocol(tmp_path):
     flags = plan.eval_flags("mathvision-math", run.protocol).split()
     pairs = dict(zip(flags[::2], flags[1::2]))
     assert {k: pairs[k] for k in ("--max-new-tokens", "--prompt", "--grader", "--top-k", "--temperature", "--top-p",
-                                  "--protocol")} == {
+                                  "--protocol", "--min-image-side")} == {
         "--max-new-tokens": "2048", "--prompt": "authors", "--grader": "lenient", "--top-k": "50",
-        "--temperature": "0.7", "--top-p": "0.9", "--protocol": "authors"}
+        "--temperature": "0.7", "--top-p": "0.9", "--protocol": "authors", "--min-image-side": "28"}
 
     clean_file = tmp_path / "clean.yaml"
     clean_file.write_text("protocol: clean\n")
@@ -246,6 +246,27 @@ def test_the_echo_config_plans_the_authors_protocol(tmp_path):
     flags = clean.eval_flags("mathvision-math", run.protocol)
     assert "--max-new-tokens 3072" in flags and "--temperature 0.6 --top-p 0.95" in flags
     assert "--prompt training" in flags and "--grader exact" in flags and "--top-k" not in flags
+    assert "--min-image-side" not in flags and clean.method_specs["echo"]["hyperparameters"].get("data_seed") is None
+
+
+def test_the_authors_evaluation_enlarges_a_side_under_28_px(tmp_path):
+    """Issue 53 item 6. standalone_inference.py:163-169: width, height = max(w, 28), max(h, 28) when either is
+    under 28, PIL's BICUBIC resize; 187: applied to every image. A 20 x 40 image becomes 28 x 40 (the long side
+    kept), exactly PIL's bicubic resize to (28, 40); a 28 x 30 one and any image without `min_side` stay as
+    they are."""
+    from PIL import Image
+
+    from ttrl_bench.evaluation.evaluate import decode_image
+
+    small = Image.new("RGB", (20, 40))
+    small.putdata([(x * 12, y * 6, (x + y) % 256) for y in range(40) for x in range(20)])
+    small.save(tmp_path / "small.png")
+    Image.new("RGB", (28, 30), (9, 9, 9)).save(tmp_path / "edge.png")
+    image, error = decode_image(tmp_path, {"id": "s", "image": "small.png", "min_side": 28})
+    assert error is None and image.size == (28, 40)
+    assert list(image.getdata()) == list(small.resize((28, 40), Image.BICUBIC).getdata())
+    assert decode_image(tmp_path, {"id": "e", "image": "edge.png", "min_side": 28})[0].size == (28, 30)
+    assert decode_image(tmp_path, {"id": "s", "image": "small.png"})[0].size == (20, 40)
 
 
 def test_the_cli_samples_with_top_k_only_where_set():

@@ -220,3 +220,25 @@ def test_grpo_samples_share_one_adaptation_and_vote_only_never_updates(tmp_path,
     assert seen == [("vote", "a", (5, 5), 4, {"thresholds": "base"}, 7), ("vote", "b", (4, 4), 4,
                                                                           {"thresholds": "base"}, 8)]
     assert len(built) == 1 and layer.weight.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
+def test_per_sample_predictions_keep_the_prompt_each_sample_was_given(scene_data, tiny_model_dir, tmp_path, monkeypatch):
+    """Issue 53 item 8: `adapt-per-sample`'s predictions.parquet keeps each sample's text (`prompt_text`) and its
+    chat-templated prompt (`chat_prompt`), as every `evaluate` job's does; the adaptation is stood in for (the
+    job's files are what this pins)."""
+    from ttrl_bench.adaptation import per_sample
+    from ttrl_bench.cli import main
+    from ttrl_bench.generation.hf import chat_prompt
+
+    monkeypatch.setattr(per_sample, "adapt_each_sample", lambda model, processor, rows, *a, **k: (
+        ["<answer>[]</answer>"] * len(rows), pd.DataFrame({"step": [0]}), [1.0] * len(rows)))
+    assert main(["adapt-per-sample", "--method", "vr-ttrl", "--model-source", str(tiny_model_dir), "--model-name", "t",
+                 "--dataset", "demo-digit-scenes", "--data", str(scene_data), "--eval-samples", "2",
+                 "--adapt-out", str(tmp_path / "adapt"), "--out", str(tmp_path / "eval")]) == 0
+    predictions = pd.read_parquet(tmp_path / "eval" / "predictions.parquet").set_index("id")
+    _, processor = load_model(str(tiny_model_dir), dtype="fp32")
+    asked = load_manifest(scene_data, "test").set_index("id").loc[predictions.index]
+    assert len(asked) == 2
+    assert list(predictions["prompt_text"]) == list(asked["prompt"])
+    assert list(predictions["chat_prompt"]) == [chat_prompt(processor, p, s) for p, s in zip(asked["prompt"], asked["system"])]
+    assert all(p.startswith("<|im_start|>system\nYou are a helpful assistant.") for p in predictions["chat_prompt"])

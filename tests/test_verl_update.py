@@ -257,3 +257,30 @@ def test_verl_decays_every_parameter_where_transformers_spares_biases_and_norms(
     assert trainer.get_decay_parameter_names(model) == ["0.weight"]
     trainer.decay_every_parameter = True
     assert trainer.get_decay_parameter_names(model) == ["0.weight", "0.bias", "1.weight", "1.bias"]
+
+
+def test_the_authors_diversity_term_keeps_verls_residue_of_an_agreeing_group():
+    """Issue 53 item 1. 32 votes, 27 "A", 3 "B", one "C", one "D"; the 16 trained all "A". The authors' reward
+    (ttt_metrics.py:22-46): p = 27/32, H = -sum p ln p over the 4 answers, normalized_entropy = H / ln 4,
+    rewards_en = p - 0.75 H / ln 4. verl's float32 advantages of 16 such rewards (core_algos.py:131-154, by hand
+    above): +0.0561 each; the paper's p - 0.75 H lands on a float32 whose mean is exact: 0.0."""
+    h = -(27 / 32 * math.log(27 / 32) + 3 / 32 * math.log(3 / 32) + 2 * (1 / 32 * math.log(1 / 32)))
+    theirs, paper = 27 / 32 - 0.75 * (h / math.log(4)), 27 / 32 - 0.75 * h
+    completions = [[{"role": "assistant", "content": "A"}]] * 16
+    extras = [["A"] * 11 + ["B"] * 3 + ["C", "D"]] + [[]] * 15  # the 16 extra votes beside the first trained row
+    columns = {"id": ["x"] * 16, "options": [["a", "b", "c", "d"]] * 16, "answer": ["A"] * 16}
+    authors = resolve_method("ttrv", {"diversity_entropy": "normalized"})
+    assert authors["reward_params"]["entropy"] == "normalized"
+    assert resolve_method("ttrv")["reward_params"]["entropy"] == "paper"
+    assert resolve_method("ttrv", {"diversity_entropy": "normalized"},
+                          {"reward_params": {"entropy": "paper"}})["reward_params"]["entropy"] == "paper"
+    rewards = {}
+    for name, params in [("authors", authors["reward_params"]), ("paper", resolve_method("ttrv")["reward_params"])]:
+        rewards[name] = GroupReward("ttrv", params, num_generations=16, reward_grid=False)(
+            prompts=None, completions=completions, extra_votes=extras, **columns)
+    assert rewards["authors"] == pytest.approx([theirs] * 16, abs=1e-15)
+    assert rewards["paper"] == pytest.approx([paper] * 16, abs=1e-15)
+    verl = verl_group_advantages(torch.tensor(rewards["authors"]), 16)
+    assert torch.equal(verl, torch.stack(verl_advantages_by_hand([theirs] * 16, 16)))
+    assert verl[0].item() == pytest.approx(0.0561, abs=1e-4)
+    assert torch.equal(verl_group_advantages(torch.tensor(rewards["paper"]), 16), torch.zeros(16))

@@ -304,6 +304,27 @@ def test_count_is_all_or_nothing_as_visionreasoner_parses():
     assert frame["n_pred"].tolist() == [0] and frame["correct"].tolist() == [False]
 
 
+def test_count_is_the_readable_boxes_whatever_the_points():
+    """Issue 53 item 4. vision_reasoner_model.py:110-115 builds pred_bboxes from every object's bbox_2d before
+    :116-119 reads point_2d, so two objects with boxes and no point_2d leave pred_bboxes of 2 when the points'
+    comprehension raises (KeyError, caught at :120): count_objects_batch counts len(bboxes) = 2 (:671), right
+    for a gold of 2; a fifth box entry is never read, True is a number there; a box of strings, a null, a
+    missing box or a non-list answer count 0. The masks of such an answer stay empty (:171-186 ORs no mask
+    without points), as ours (scored_objects: none)."""
+    row = {"id": "a", "boxes": [[]], "points": [[]], "count": [2], "width": [56], "height": [56]}
+    no_points = '<answer>[{"bbox_2d": [0, 0, 9, 9]}, {"bbox_2d": [20, 20, 29, 29, 5], "point_2d": [24, 24]}]</answer>'
+    frame = predictions_frame([no_points], pd.DataFrame(row), GroundingTask(primary="count_accuracy"))
+    assert frame["n_pred"].tolist() == [2] and frame["correct"].tolist() == [True]
+    assert frame["intersection"].tolist() == [0]  # no mask drawn
+    from ttrl_bench.rewards.grounding import visionreasoner_count
+
+    assert visionreasoner_count([{"bbox_2d": [True, 0, 1, 1]}]) == 1
+    for bad in ([{"bbox_2d": ["0", 0, 1, 1]}], [{"bbox_2d": [0, None, 1, 1]}], [{"point_2d": [1, 1]}],
+                [{"bbox_2d": [0, 0, 1, 1]}, [0, 0, 1, 1]], [{"bbox_2d": [0, 0, float("nan"), 1]}],
+                [{"bbox_2d": "0011"}], [{"bbox_2d": [0, 0, 10 ** 400, 1]}], [], None):
+        assert visionreasoner_count(bad) == 0, bad
+
+
 def test_unscorable_consensus_groups_predict_the_first_completion(monkeypatch):
     """Issue 35's group: the first answer holds an invalid object (its second has a bbox_2d and no point_2d),
     the second is unparsable; strict thresholds, anti mode. Under invalid_object zero_answer no answer has scored

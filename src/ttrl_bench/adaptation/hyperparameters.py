@@ -221,6 +221,9 @@ OPTIONAL_HYPERPARAMETERS = {
     "token_confidence",
     # which votes are trained (adaptation/vote_selection.py): "first" unless set; verl's under `authors`
     "trained_votes",
+    # TTRV's diversity term (rewards/voting.py ttrv `entropy`): the preset's "paper" unless set; "normalized"
+    # (H / log M) under `authors`
+    "diversity_entropy",
     # stochastic depth in the vision encoder's training forward (models/families.py): a rate, or "checkpoint" for
     # the original checkpoint's (plan/resources.py resolves it per model); none unless set
     "vision_drop_path",

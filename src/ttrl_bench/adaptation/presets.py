@@ -299,6 +299,10 @@ def resolve_method(name: str, hyperparameters: dict | None = None, overrides: di
         raise KeyError(f"method {name!r}: unknown hyper-parameter(s) {sorted(unknown)}")
     preset["hyperparameters"].update({k: v for k, v in layer.items() if k in known})
     preset["hyperparameters"].update(own)
+    # TTRV's diversity term, H (the paper's Eq. 7) or H / log M (the authors' ttt_metrics.py:31-46): the
+    # hyper-parameter reaches the rewards that have the term; a method override's reward_params wins
+    if "diversity_entropy" in preset["hyperparameters"] and "entropy" in preset["reward_params"]:
+        preset["reward_params"]["entropy"] = preset["hyperparameters"]["diversity_entropy"]
     preset["reward_params"].update((overrides or {}).get("reward_params", {}))
     update = (overrides or {}).get("update", {})
     if update:

@@ -39,6 +39,8 @@ def _evaluation_set(data_dir: Path, args):
         test = select_adaptation_samples(test, args.eval_samples, args.seed)
     if task.family == "grounding":  # the query's form and the image size the model is shown (VR-TTRL)
         test = task.view(test)
+    if getattr(args, "min_image_side", None):  # the ECHO authors' evaluation enlarges small images (decode_image)
+        test = test.assign(min_side=args.min_image_side)
     return test, task
 
 
@@ -124,7 +126,7 @@ def cmd_adapt_per_sample(args) -> None:
     """VR-TTRL: adapt on each evaluation sample and predict it, in one job (no weights saved)."""
     from ..runs.processes import process_state
     from ..adaptation.per_sample import adapt_each_sample
-    from ..evaluation.evaluate import predictions_frame, write_evaluation
+    from ..evaluation.evaluate import predictions_frame, with_prompts, write_evaluation
     from ..generation.precision import adaptation_precision
     from ..models.loading import load_model
     from ..runs.provenance import provenance
@@ -145,7 +147,8 @@ def cmd_adapt_per_sample(args) -> None:
             **provenance({"method": method, "model_source": args.model_source, "seed": args.seed})}
     (adapt_out / "run.json").write_text(json.dumps(meta, indent=2, default=str))
     extra = {**_eval_provenance(args, args.dataset, meta), "seconds_per_sample": meta["seconds_per_sample"]}
-    write_evaluation(predictions_frame(outputs, samples, task), task, Path(args.out), extra, sum(seconds))
+    predictions = with_prompts(predictions_frame(outputs, samples, task), processor, samples)
+    write_evaluation(predictions, task, Path(args.out), extra, sum(seconds))
 
 
 def _add_eval_args(p) -> None:
@@ -181,6 +184,8 @@ def _add_eval_args(p) -> None:
     p.add_argument("--prompt", choices=["training", "authors"], default="training",
                    help="math items: the training prompt or the ECHO authors' evaluation prompt (config "
                         "evaluation.math.prompt)")
+    p.add_argument("--min-image-side", type=int, default=None,
+                   help="a shorter image side enlarged to this many pixels (config evaluation.math.min_image_side)")
     p.add_argument("--grader", choices=["exact", "lenient"], default="exact",
                    help="math answers: our exact normal forms or the ECHO authors' lenient grading (config "
                         "evaluation.math.grader)")

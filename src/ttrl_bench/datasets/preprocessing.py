@@ -227,11 +227,22 @@ def model_view(image, input_size: int | None):
     return image.resize((side, side), Image.Resampling.BILINEAR)
 
 
-def open_model_view(path, input_size: int | None):
+def at_least(image, min_side: int | None):
+    """The ECHO authors' evaluation image (standalone_inference.py:163-169, 187 `ensure_min_image_size`): a side
+    under `min_side` px stretched to it, the other kept where it is long enough, bicubic; the image itself
+    where both sides reach it or `min_side` is None (or NaN: view_side)."""
+    side = view_side(min_side)
+    width, height = image.size
+    if side is None or (width >= side and height >= side):
+        return image
+    return image.resize((max(width, side), max(height, side)), Image.Resampling.BICUBIC)
+
+
+def open_model_view(path, input_size: int | None, min_side: int | None = None):
     """The image file at `path` as the model is shown it: decoded to RGB (a grey, palette or RGBA file too),
-    then model_view. PIL's decoding errors pass through for the caller to name the sample."""
+    then model_view, then at_least. PIL's decoding errors pass through for the caller to name the sample."""
     with Image.open(path) as im:
-        return model_view(im.convert("RGB"), input_size)
+        return at_least(model_view(im.convert("RGB"), input_size), min_side)
 
 
 def _scaled(values, factors, offset: float) -> list | None:

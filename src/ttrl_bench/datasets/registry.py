@@ -34,7 +34,7 @@ class DatasetSpec:
     prompt: str = "options"  # prompt style of TTRV Appendix C (preprocessing.VQA_PROMPTS, "texture" for DTD)
     local: dict = field(default_factory=dict)  # defaults for a local copy: `files` (glob), `image_dir`
     # TTRV's 1000x1000 limit (Appendix B); ECHO keeps every image (user683/ECHO verl/data/save_as_json.py
-    # writes them all, standalone_inference.py only enlarges images under 28 px)
+    # writes them all, standalone_inference.py only enlarges images under 28 px: evaluation.math.min_image_side)
     filter_resolution: bool = True
     # a Hub repository of plain files (CAPTURe, CRPE) that `load_dataset(source, split=...)` cannot
     # read: the files a local copy needs; the Hub path stops naming them and `data.sources.<name>.path`

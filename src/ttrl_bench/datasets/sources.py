@@ -267,9 +267,9 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
             yield {**base_sample, "image_path": raw_dir / f"{sample_id}.missing", "skip": "no_image"}
             continue
         path = raw_dir / f"{sample_id}.img"
-        path.write_bytes(blob)  # always: RealWorldQA's resize rewrites the file in place
         try:
             if spec.reader in GEOMETRY_READERS:
+                path.write_bytes(blob)  # the reader measures it
                 try:
                     with Image.open(path) as im:
                         size = im.size
@@ -280,9 +280,10 @@ def read_hf_source(spec: DatasetSpec, raw_dir: Path, source: dict | None) -> Ite
                     yield {**base_sample, "id": f"{sample_id}-{j}", "image_path": path, **fields_j}
             else:
                 read = ROW_READERS[spec.reader](row, fields, classes)
-                if read is None:
+                if read is None:  # SEED-Bench's video rows: skipped before their frames are written
                     yield {**base_sample, "image_path": path, "skip": "not_applicable"}
                 else:
+                    path.write_bytes(blob)  # always, once read: RealWorldQA's resize rewrites the file in place
                     yield {**base_sample, "image_path": path, **read}
         except (ValueError, KeyError, TypeError, IndexError, OSError) as err:
             log.warning("%s: %s row %d (sample %s): %s", spec.name, where, index, sample_id, err)

@@ -51,12 +51,13 @@ VLLM_CHUNK = 1024
 
 def decode_image(image_root: Path, sample: dict):
     """(RGB image, None), or (None, the reason naming the sample id and file) when it does not decode.
-    A grounding sample with `input_size` (GroundingTask.view) is shown resized to that square."""
+    A grounding sample with `input_size` (GroundingTask.view) is shown resized to that square; a sample with
+    `min_side` (config evaluation.math.min_image_side) has a shorter side enlarged to it."""
     from ..datasets.preprocessing import DECODE_ERRORS, open_model_view
 
     path = Path(image_root) / sample["image"]
     try:
-        return open_model_view(path, sample.get("input_size")), None
+        return open_model_view(path, sample.get("input_size"), sample.get("min_side")), None
     except DECODE_ERRORS as err:
         return None, f"sample {sample['id']}: image {path} does not decode: {err}"
 
@@ -92,9 +93,15 @@ def evaluate_model(model, processor, samples: pd.DataFrame, image_root: Path, ta
                        if ok else [])
         raw.extend(next(outputs) if error is None else empty for _, error in decoded)
         errors.extend(error for _, error in decoded)
-    frame = predictions_frame(raw, samples, task, errors)
-    # the text each item was given, through the chat template (one placeholder per image: `ttrl-bench prompt`
-    # shows the processor's expansion)
+    return with_prompts(predictions_frame(raw, samples, task, errors), processor, samples)
+
+
+def with_prompts(frame: pd.DataFrame, processor, samples: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with the text each item was given (`prompt_text`, where the task's columns have none) and that
+    text through the chat template (`chat_prompt`, one placeholder per image: `ttrl-bench prompt` shows the
+    processor's expansion): every evaluation's predictions, the per-sample ones included."""
+    if "prompt_text" not in frame:
+        frame["prompt_text"] = list(samples["prompt"])
     if hasattr(processor, "apply_chat_template"):
         systems = samples["system"] if "system" in samples else [None] * len(samples)
         frame["chat_prompt"] = [chat_prompt(processor, p, s) for p, s in zip(samples["prompt"], systems)]

@@ -222,9 +222,9 @@ class GroundingTask:
         gold_masks = [gold_mask(r, g) for r, g in zip(rows, golds)]
         inter = [int((p & g).sum()) for p, g in zip(pred_masks, gold_masks)]
         union = [int((p | g).sum()) for p, g in zip(pred_masks, gold_masks)]
-        # the count: the objects the masks are drawn from, none when one is invalid (VisionReasoner
-        # vision_reasoner_model.py:110-121 parses all or nothing, :671 count = len(bboxes))
-        n_pred = [len(grounding.scored_objects(p)) for p in parsed]
+        # the count: VisionReasoner's len(bboxes) (vision_reasoner_model.py:671), every object with a readable box,
+        # point_2d or not; none when one object has no box (its list comprehension raises, :110-121)
+        n_pred = [grounding.visionreasoner_count(p) for p in parsed]
         return {
             "parsed": [json.dumps(p) if p is not None else None for p in parsed],
             "gold": [json.dumps(g) for g in golds],

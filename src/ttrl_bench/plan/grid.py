@@ -209,7 +209,7 @@ class Plan:
         if self.config["evaluation"]["exclude_adaptation_samples"]:
             flags.append("--exclude-adaptation-samples")
         for key in ("sam2", "empty_mask_iou", "choice_parser", "chat_template", "input_size", "query_form", "sam2_multimask",
-                    "prompt", "grader", "top_k"):
+                    "prompt", "grader", "top_k", "min_image_side"):
             if per_task.get(key):
                 flags.append(f"--{key.replace('_', '-')} {per_task[key]}")
         flags.append(f"--protocol {rerun}")

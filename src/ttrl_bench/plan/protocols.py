@@ -60,6 +60,10 @@ SETTINGS = [
      "Qwen2.5-VL included, trains its whole vision tower",
      None, "the presets' vision encoder frozen for every family, its adapter trained (VR-TTRL Appendix C.1; "
      "the TTRV paper is silent)"),
+    (("adaptation", "hyperparameters", "mcq", "diversity_entropy"), "normalized",
+     "ttt_metrics.py:25-46 test_time_train_metrics: rewards_en = p - 0.75 H / log M (M distinct answers; 0 when M "
+     "is 1); the group constant cancels in the advantages, except in verl's float32 residue of an agreeing group",
+     None, "the paper's Eq. 7: p - 0.75 H (the preset's `entropy: paper`)"),
     # VR-TTRL (no public code): VisionReasoner's evaluation, dvlab-research/VisionReasoner @a455092
     # (vision_reasoner/models/vision_reasoner_model.py, evaluation/evaluation_segmentation.py), the base
     # VR-TTRL builds on; the rewards follow Seg-Zero @42a3345 under both protocols (rewards/grounding.py)
@@ -96,6 +100,9 @@ SETTINGS = [
      None, "no top-k cut: the paper is silent, and verl's rollouts have none (ppo_trainer.yaml top_k -1)"),
     (("evaluation", "math", "max_new_tokens"), 2048, "standalone_inference.py:35 INFERENCE_CONFIG max_tokens",
      3072, "ECHO Appendix A.3: maximum response length 3,072, the rollouts' budget (geometry3k.sh:18)"),
+    (("evaluation", "math", "min_image_side"), 28,
+     "standalone_inference.py:163-169, 187 ensure_min_image_size: a side under 28 px stretched to 28 (bicubic)",
+     None, "the image as it is: the processor's own resize (Qwen2.5-VL's smart_resize keeps the aspect ratio)"),
     (("evaluation", "math", "grader"), "lenient",
      "standalone_inference.py:86-122 check_correctness: a predicted number equal to any number in the gold counts "
      "(gold 2\\sqrt{3} accepts 3), a letter is compared with the gold's first character",
@@ -151,6 +158,10 @@ SETTINGS = [
      "actor/lora_adapter); rank and alpha the scripts' commented-out lora_rank=128 / lora_alpha=128 "
      "(geometry3k.sh:108-109), targets verl's default all-linear (ppo_trainer.yaml:119); Geometry3k's run is full",
      None, "full fine-tuning of every training set, as ECHO Appendix A.3 describes (no adapter named)"),
+    (("adaptation", "hyperparameters", "math", "data_seed"), 1,
+     "main_ppo.py:283-286 create_rl_sampler: RandomSampler seeded data_config.get('seed', 1), no script sets one "
+     "(geometry3k.sh; ppo_trainer.yaml data.shuffle True)",
+     None, "the run's seed (the paper names none)"),
     (("adaptation", "hyperparameters", "math", "generation_batch_size"), 8 * 32,
      "geometry3k.sh:26 DATA_TRAIN_BATCH_SIZE=8 prompts x 32 rollouts a round (their checkpoint global_step_1310 = "
      "floor(2,101 / 8) x 5 epochs)",

@@ -144,6 +144,25 @@ def scored_objects(objects: list | None, invalid_object: str = "zero_answer") ->
     return list(objects) if all(valid_object(o) for o in objects) else []
 
 
+def visionreasoner_count(objects: list | None) -> int:
+    """VisionReasoner's count of an answer (vision_reasoner_model.py:671 `count = len(bboxes)`): the boxes list
+    comprehension of :110-115 reads every object's bbox_2d[0..3] as a number before the points' one (:116-119)
+    runs, so an answer whose objects all have a readable box counts them all, point_2d or not; one object
+    without one (no dict, no bbox_2d, fewer than 4 entries, a string, null or non-finite value) makes it raise
+    and the answer counts 0. A boolean is a number there (True * x_factor)."""
+    def number(v) -> bool:
+        try:
+            return isinstance(v, (int, float)) and math.isfinite(v)
+        except OverflowError:  # an int beyond float64: their float multiplication raises
+            return False
+
+    def box(item) -> bool:
+        value = item.get("bbox_2d") if isinstance(item, dict) else None
+        return isinstance(value, list) and len(value) >= 4 and all(number(v) for v in value[:4])
+
+    return len(objects) if objects and all(box(o) for o in objects) else 0
+
+
 def point_in_box(obj: dict) -> bool:
     """`batch_points_in_box`: x1 <= x <= x2 and y1 <= y <= y2 for the object's own box."""
     (x1, y1, x2, y2), (x, y) = obj["bbox_2d"], obj["point_2d"]

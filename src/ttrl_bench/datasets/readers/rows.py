@@ -33,6 +33,14 @@ def _letter_answer(answer, options: list[str], answer_format: str = "letter") ->
     raise ValueError(f"answer {answer!r} is not a valid {answer_format} for {len(options)} options")
 
 
+def _option_text_letter(answer: str, options: list[str]) -> str | None:
+    """The letter of the one option whose text is `answer` (MathVerse's 34 option-text golds: "False" of
+    "A. True / B. False" -> "B", as the TTRV authors' items keep and grade them), None when no option or
+    several match. Only for options read from the question text, which never carries an index."""
+    matches = [i for i, option in enumerate(options) if option.strip() == answer]
+    return OPTION_LETTERS[matches[0]] if len(matches) == 1 else None
+
+
 def read_classification(row, f, classes):
     label = row[f["label"]]
     return {"label": classes[label] if isinstance(label, int) else str(label), "classes": classes}
@@ -97,7 +105,14 @@ def read_options_in_text(row, f, classes):
         return None  # several correct letters (LogicVista): a one-letter answer cannot score it
     if not options:
         return {"question": question, "options": [], "answer": answer}  # free-form
-    return {"question": question, "options": options, "answer": _letter_answer(answer, options)}
+    try:
+        letter = _letter_answer(answer, options)
+    except ValueError:  # a letter first; else the one option it names (MathVerse), else a bad row
+        letter = _option_text_letter(answer, options)
+        if letter is None:
+            raise ValueError(f"answer {answer!r} is no option letter nor the text of exactly one of the "
+                             f"{len(options)} options") from None
+    return {"question": question, "options": options, "answer": letter}
 
 
 def read_yes_no(row, f, classes):
@@ -141,9 +156,10 @@ _ANSWER_TAGS = re.compile(r"^\s*<answer>(.*?)</answer>\s*$", re.DOTALL)
 _LETTERS_ANSWER = re.compile(r"^\(?([A-J])\)?\.?$|^[A-J](?:\s*,\s*[A-J])+$")
 
 
-def _math_gold(row, f, options: list[str]) -> str:
+def _math_gold(row, f, options: list[str], text_options: bool = False) -> str:
     """The gold of a math row: the answer as written (free-form), or its option letter(s), sorted
-    and comma-joined when several are correct (LogicVista "A, C" -> "A,C")."""
+    and comma-joined when several are correct (LogicVista "A, C" -> "A,C"); with `text_options` (options read
+    from the question) the letter of the one option whose text the answer is (`_option_text_letter`)."""
     value = row[f["answer"]]
     answer = "" if value is None else str(value).strip()
     if match := _ANSWER_TAGS.match(answer):  # R1-V's GeoQA: "<answer> 145° </answer>"
@@ -158,6 +174,8 @@ def _math_gold(row, f, options: list[str]) -> str:
             return ",".join(letters)
     if f.get("answer_format") == "text" and answer in options:
         return OPTION_LETTERS[options.index(answer)]
+    if text_options and (letter := _option_text_letter(answer, options)):
+        return letter
     raise ValueError(f"field 'answer' (column {f['answer']!r}): {answer!r} is no option letter "
                      f"(A-{OPTION_LETTERS[len(options) - 1]})" + (" nor one of the options" if f.get("answer_format") == "text" else ""))
 
@@ -186,7 +204,8 @@ def read_math_options_in_text(row, f, classes):
     if not question:
         raise ValueError(f"field 'question' (column {f['question']!r}) is empty")
     options = _options_in_question(question, f.get("letter_range", False))
-    return {"question": question, "options": options, "answer": _math_gold(row, f, options), "list_options": False}
+    return {"question": question, "options": options, "answer": _math_gold(row, f, options, text_options=True),
+            "list_options": False}
 
 
 def _rle(mask):
