@@ -30,7 +30,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..adaptation.presets import METHOD_NAMES
 from .paired import DIRECTIONS
 from .table_specs import PAPER_TABLES
 
@@ -49,6 +48,8 @@ _OPTIONAL = {"paper_method", "paper_baseline", "published_magnitude", "tables"}
 
 def _problems(row: dict, published: pd.DataFrame) -> list[str]:
     """What is wrong with one row, each naming its field."""
+    from ..adaptation.presets import METHOD_NAMES  # here: it imports torch, which the rest of results needs not
+
     methods = {"zero-shot", *METHOD_NAMES}
     problems = [f"field {c}: empty" for c in COLUMNS if c not in _OPTIONAL and not row[c]]
     checks = {
