@@ -30,8 +30,6 @@ def resampled_means(diffs: np.ndarray, reps: int, rng: np.random.Generator) -> n
     three distinct differences: -100, 0, +100), B x 3 numbers instead of B x n."""
     values, counts = np.unique(np.asarray(diffs, dtype=float), return_counts=True)
     n = int(counts.sum())
-    if n == 0:
-        raise ValueError("paired bootstrap: a stratum without items")
     chunk = max(1, _MAX_DRAW // len(values))
     means = [rng.multinomial(n, counts / n, size=min(chunk, reps - start)) @ values / n
              for start in range(0, reps, chunk)]
@@ -45,6 +43,8 @@ def paired_bootstrap(strata: Sequence[np.ndarray], weights: Sequence[float], rep
     generator seeded with `seed` (the same call gives the same interval)."""
     if len(strata) != len(weights) or not len(strata):
         raise ValueError(f"paired bootstrap: {len(strata)} strata for {len(weights)} weights")
+    if any(len(d) == 0 for d in strata):
+        raise ValueError("paired bootstrap: a stratum without items")
     rng = np.random.default_rng(seed)
     estimate = float(sum(w * np.mean(d) for d, w in zip(strata, weights)))
     replicates = sum(w * resampled_means(d, reps, rng) for d, w in zip(strata, weights))
