@@ -19,13 +19,17 @@ rule ingest_results:
         data_dirs=PLAN.data_dirs(),
         # read as they are: every job that writes one is upstream of the metrics above
         benchmarks="results/benchmarks",
+        # the papers' names of ours: the claims' published differences (ttrl_bench.results.claims)
+        models=json.dumps(PLAN.paper_model_names()),
+        datasets=json.dumps(config["tables"]["dataset_names"]),
     log:
         "logs/ingest_results.log",
     conda:
         "../envs/cpu.yaml"
     shell:
         "{params.cli} ingest --db {output} --eval-dirs {params.eval_dirs} --adapt-dirs {params.adapt_dirs}"
-        " --data-dirs {params.data_dirs} --benchmark-dir {params.benchmarks} > {log} 2>&1"
+        " --data-dirs {params.data_dirs} --benchmark-dir {params.benchmarks}"
+        " --model-names {params.models:q} --dataset-names {params.datasets:q} > {log} 2>&1"
 
 
 rule render_tables:
@@ -59,6 +63,13 @@ rule render_tables:
             category="Tables",
         ),
         preparation_csv="results/tables/data_preparation.csv",
+        # the papers' claims, each a paired test of two arms (ttrl_bench.results.claims)
+        claims=report(
+            "results/tables/claims.md",
+            caption="../workflow/report/claims.rst",
+            category="Tables",
+        ),
+        claims_csv="results/tables/claims.csv",
     params:
         cli=TTRL_BENCH,
         models=json.dumps(PLAN.paper_model_names()),
@@ -100,6 +111,11 @@ rule plot_figures:
         step_costs=report(
             "results/figures/step_costs.png",
             caption="../workflow/report/step_costs.rst",
+            category="Figures",
+        ),
+        claims=report(
+            "results/figures/claims.png",
+            caption="../workflow/report/claims_figure.rst",
             category="Figures",
         ),
     params:

@@ -13,8 +13,10 @@ from .common import _n_adapt, log
 def cmd_ingest(args) -> None:
     from ..results.store import ingest
 
+    model_names, dataset_names = _names(args)
     counts = ingest(Path(args.db), [Path(p) for p in args.eval_dirs], [Path(p) for p in args.adapt_dirs],
-                    [Path(p) for p in args.data_dirs], Path(args.benchmark_dir) if args.benchmark_dir else None)
+                    [Path(p) for p in args.data_dirs], Path(args.benchmark_dir) if args.benchmark_dir else None,
+                    model_names, dataset_names)
     print(json.dumps(counts))
 
 
@@ -135,13 +137,27 @@ def cmd_render_tables(args) -> None:
         text += (f"\n# Our grounding runs in the layout of VR-TTRL Table 2 ({metric}, %)\n\n"
                  + to_markdown(method_table(grounding, training_sets)))
     (out / "ttrv_table1_layout.md").write_text(text)
+    _write_claims(db, out)
     total = fidelity.iloc[-1]
     log.info("tables written to %s (%d of %d published cells agree with ours)", out, total["agrees"], total["cells"])
+
+
+def _write_claims(db: Path, out: Path) -> None:
+    """results/tables/claims.md and claims.csv: the papers' claims as ingest tested them (results/claims.py)."""
+    from ..results.claims_report import TITLE, claims_markdown
+    from ..results.store import read_table
+
+    claims, cells = read_table(db, "claims"), read_table(db, "claim_cells")
+    (out / "claims.md").write_text(  # an empty table: a store ingested before the claims were tested there
+        claims_markdown(claims, cells) if not claims.empty
+        else f"# {TITLE}\n\nThis store has no claims table: run `ttrl-bench ingest` again.\n")
+    claims.to_csv(out / "claims.csv", index=False)
 
 
 def cmd_plot_figures(args) -> None:
     from ..results import figures
     from ..results.author_logs import shipped_runs, shipped_steps
+    from ..results.claims import figure_points
     from ..results.paper_tables import published_markers
     from ..results.provenance import log_runs
     from ..results.store import read_table
@@ -163,6 +179,9 @@ def cmd_plot_figures(args) -> None:
     figures.training_curves(train_log, out / "training_curves.png", author_runs, author_steps, highlight)
     figures.cross_dataset_heatmap(runs, out / "cross_dataset.png")
     figures.step_costs(train_log, out / "step_costs.png")
+    claims, claim_cells = read_table(db, "claims"), read_table(db, "claim_cells")
+    not_run = [] if claims.empty else list(claims.loc[claims["verdict"] == "not run", "claim"])
+    figures.claims_forest(figure_points(claims, claim_cells), not_run, out / "claims.png")
 
 
 def _paper_names() -> argparse.ArgumentParser:
@@ -184,6 +203,8 @@ def _add_ingest(sub) -> None:
     p.add_argument("--adapt-dirs", nargs="*", default=[], help="adaptation job directories (results/adapt/...)")
     p.add_argument("--data-dirs", nargs="*", default=[], help="prepared dataset directories (results/data/...)")
     p.add_argument("--benchmark-dir", help="Snakemake benchmark files (results/benchmarks), for TTRV Table 10")
+    p.add_argument("--model-names", default="{}", help="JSON: our model name -> paper's (the claims' published cells)")
+    p.add_argument("--dataset-names", default="{}", help="JSON: our dataset name -> paper's")
     p.set_defaults(func=cmd_ingest)
 
 

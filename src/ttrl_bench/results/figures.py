@@ -287,3 +287,46 @@ def advantage_audit(frequency_only, full, num_generations: int, path: Path) -> N
     axes[0].set_ylabel("advantage, TTRV (frequency - 0.75 H)")
     fig.suptitle("TTRV's diversity term cancels under group scaling", fontsize=9)
     _save(fig, path)
+
+
+VERDICT_COLOURS = {"supported": "tab:green", "contradicted": "tab:red", "not resolved": "tab:grey"}
+
+
+def claims_forest(points: pd.DataFrame, not_run: list[str], path: Path) -> None:
+    """The papers' claims tested (claims.figure_points): per claim and cell, our paired difference
+    (arm - baseline, points) with its 95% interval, coloured by verdict; a black diamond at the paper's
+    difference for that very cell where it has one, a grey bar over the range of the paper's cells of the
+    claim (its models and datasets, for scale). Claims with no run are named below the axes."""
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.5 * max(1, len(points))))
+    if points.empty:
+        _empty(ax, "No claim has both of its arms run on the same items.")
+    labels, legend = [], set()
+
+    def once(text: str) -> str | None:  # one legend entry per kind of mark
+        return None if text in legend or legend.add(text) else text
+
+    for y, row in enumerate(points.to_dict("records")):
+        if not pd.isna(row["paper_low"]):
+            ax.plot([row["paper_low"], row["paper_high"]], [y, y], color="lightgrey", lw=7, solid_capstyle="butt",
+                    zorder=1, label=once("paper's cells (range)"))
+        ax.errorbar(row["difference"], y, xerr=[[row["difference"] - row["low"]], [row["high"] - row["difference"]]],
+                    fmt="o", color=VERDICT_COLOURS.get(row["verdict"], "black"), capsize=3, zorder=3)
+        if not pd.isna(row["published"]):
+            ax.scatter(row["published"], y, marker="D", color="black", s=25, zorder=4, label=once("published, this cell"))
+        labels.append(f"{row['label']}  [claimed {'>' if row['direction'] == 'greater' else '<'} 0: {row['verdict']}]")
+    if labels:
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set_yticks(range(len(labels)), labels, fontsize=7)
+        ax.set_ylim(len(labels) - 0.5, -0.5)
+        ax.set_xlabel("arm - baseline (points), paired over the same items; 95% interval")
+        for verdict, colour in VERDICT_COLOURS.items():
+            ax.errorbar([], [], fmt="o", color=colour, label=f"ours: {verdict}")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    ax.set_title("The papers' claims on our runs", fontsize=9)
+    if not_run:
+        fig.text(0.01, 0.005, "not run: " + ", ".join(not_run), fontsize=6, wrap=True)
+    fig.tight_layout(rect=(0, 0.04 if not_run else 0, 1, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150)
+    fig.savefig(path.with_suffix(".pdf"))
+    plt.close(fig)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..runs.kill_points import kill_point
 from .author_logs import shipped_runs, shipped_steps
+from .claims import analyse
 
 log = logging.getLogger(__name__)
 
@@ -96,9 +97,14 @@ def _frames(eval_dirs: list[Path], adapt_dirs: list[Path], data_dirs: list[Path]
 
 
 def ingest(db_path: Path, eval_dirs: list[Path], adapt_dirs: list[Path], data_dirs: list[Path],
-           benchmark_dir: Path | None = None) -> dict[str, int]:
-    """Rebuild the store at `db_path` from job outputs; returns row counts per table."""
+           benchmark_dir: Path | None = None, model_names: dict | None = None,
+           dataset_names: dict | None = None) -> dict[str, int]:
+    """Rebuild the store at `db_path` from job outputs; returns row counts per table. The papers' claims are
+    tested on the runs here (claims.py: `claims`, `claim_cells`), our names mapped to the papers' by
+    `model_names` / `dataset_names` for the published differences."""
     frames = {**_frames(eval_dirs, adapt_dirs, data_dirs), "benchmarks": _benchmarks(benchmark_dir)}
+    frames["claims"], frames["claim_cells"] = analyse(frames["runs"], frames["predictions"], frames["published"],
+                                                      model_names, dataset_names)
     tmp = db_path.with_suffix(".duckdb.tmp")
     tmp.unlink(missing_ok=True)
     counts = {}
