@@ -67,6 +67,9 @@ def gpu_memory_gb(config: dict) -> float:
     return resources.get("gpu_memory_gb") or config_card(config).memory_gb
 
 
-def speed(target: Card, measured_on: str) -> float:
-    """How much faster `target` runs what was measured on the card `measured_on` (peak ratio)."""
-    return target.relative / CARDS[measured_on].relative
+def speed(target: Card, measured_on: str, slowest: bool = False) -> float:
+    """How much faster `target` runs what was measured on the card `measured_on` (peak ratio). `slowest`: the
+    slowest plausible case, where a faster card brings nothing (the TTRV authors' 3 logs on 80 GB A100s ran no
+    faster per round than their A6000 ones: benchmarks/results/plan_vs_logs.md) and a slower one its full loss."""
+    ratio = target.relative / CARDS[measured_on].relative
+    return min(1.0, ratio) if slowest else ratio

@@ -302,12 +302,15 @@ def _decision(config, settings, gpus, micro_batch, offload, peaks, card=None) ->
     one = memory.cached_trace(config, settings.shape(micro_batch) if settings.trains else settings.prefill_shape())
     host = host_gb(one.parameters, one.trainable, gpus, offload, settings.reference, settings.per_sample)
     time = runtime_minutes(config, settings, micro_batch, gpus)
-    compute = time["compute_min"] * (3 if offload else 1) / speed(card or card_of(AUTHORS_CARD), AUTHORS_CARD)
-    minutes = compute + STARTUP_MIN  # offload: PCIe-bound steps
+    work = time["compute_min"] * (3 if offload else 1)  # offload: PCIe-bound steps
+    card = card or card_of(AUTHORS_CARD)
+    compute = work / speed(card, AUTHORS_CARD)
+    slowest = work / speed(card, AUTHORS_CARD, slowest=True) + STARTUP_SLOWEST_MIN
+    minutes = compute + STARTUP_MIN
     return Decision(gpus=gpus, offload=offload, micro_batch=micro_batch,
                     gpu_peak_gb=round(max(peaks["train_gb"], peaks["generation_gb"]), 1),
                     host_gb=round(host["total_gb"], 1), mem_mb=int(1000 * math.ceil(host["total_gb"] * 1.1)),
-                    runtime_min=int(math.ceil(MARGIN * (compute + STARTUP_SLOWEST_MIN))),
+                    runtime_min=int(math.ceil(MARGIN * slowest)),
                     gpu_hours=round(gpus * minutes / 60, 2),
                     predicted={**peaks, **host, **time, "parameters": one.parameters, "trainable": one.trainable,
                                "adaptation_min": compute, "startup_min": STARTUP_MIN})
