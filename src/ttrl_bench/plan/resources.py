@@ -67,7 +67,8 @@ def evaluation_job_estimate(plan: Plan, job: Job) -> dict:
     math's pass@k), the configured backend and the card."""
     dataset = job.target or job.dataset  # a cross evaluation scores its target
     section = plan.section[dataset]
-    per_task = plan.configs[rerun_protocol(job.protocol)]["evaluation"][section]
+    protocol = rerun_protocol(job.protocol) if job.protocol else plan.config["protocol"]
+    per_task = plan.configs[protocol]["evaluation"][section]
     items = split_size(plan, dataset) or AUTHORS_TEST_ITEMS.get(dataset)
     if isinstance(per_task.get("samples"), int):
         items = min(items or per_task["samples"], per_task["samples"])
@@ -107,7 +108,7 @@ def plan_table(plan: Plan, gpu_memory_gb: float | None = None, gpus_per_node: in
             rows.append({"rule": job.rule, "job": name, "gpus": d.gpus, "offload": d.offload,
                          "micro_batch": d.micro_batch, "gpu_peak_gb": d.gpu_peak_gb, "host_gb": d.host_gb,
                          "minutes": round(d.gpu_hours * 60 / d.gpus) if known else None, "limit": d.runtime_min,
-                         "gpu_hours": d.gpu_hours if known else None, "parts": parts})
+                         "gpu_hours": d.gpu_hours if known else None, "parts": parts, "unknown": not known})
             continue
         request = job_request(plan, job)
         built = "build" in plan.models[job.model]  # the demo's tiny model: a fixed request, no cost model
@@ -119,7 +120,7 @@ def plan_table(plan: Plan, gpu_memory_gb: float | None = None, gpus_per_node: in
                 parts = {"evaluation": expected / 60, "startup": STARTUP_MIN / 60}
         rows.append({"rule": job.rule, "job": name, "gpus": request.gpus, "offload": False, "micro_batch": None,
                      "gpu_peak_gb": None, "host_gb": request.mem_mb / 1000, "minutes": minutes if not built else None,
-                     "limit": request.runtime, "parts": parts,
+                     "limit": request.runtime, "parts": parts, "unknown": job.rule == "evaluate" and not built and not parts,
                      "gpu_hours": round(sum(parts.values()), 2) if parts else None})
     by_rule: dict[str, float] = {}
     by_part = {"adaptation": 0.0, "evaluation": 0.0, "startup": 0.0}
@@ -130,7 +131,7 @@ def plan_table(plan: Plan, gpu_memory_gb: float | None = None, gpus_per_node: in
     gpu_hours = sum(by_rule.values())
     longest = max([(r["minutes"] or 0) / 60 for r in rows if r["gpus"] and r["gpu_hours"] is not None] or [0.0])
     card = config_card(plan.config)
-    unknown = sum(1 for r in rows if r["rule"] != "prepare_data" and r["gpus"] and r["gpu_hours"] is None)
+    unknown = sum(1 for r in rows if r.get("unknown"))
     return rows, {"jobs": len(rows), "gpu_hours": round(gpu_hours, 1),
                   "gpu_hours_by_rule": {k: round(v, 1) for k, v in by_rule.items() if v},
                   "gpu_hours_by_part": {k: round(v, 1) for k, v in by_part.items()}, "unknown": unknown,
