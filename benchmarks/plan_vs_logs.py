@@ -52,7 +52,7 @@ def raw_logs(repo: Path | None) -> dict[str, str]:
 
 
 def card_of(memory_gb: float | None) -> str:
-    return "a100-80" if memory_gb and memory_gb > 60 else AUTHORS_CARD
+    return "a100_80" if memory_gb and memory_gb > 60 else AUTHORS_CARD
 
 
 def replay(runs: pd.DataFrame, steps: pd.DataFrame, logs: dict[str, str]) -> pd.DataFrame:

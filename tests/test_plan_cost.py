@@ -267,7 +267,7 @@ def test_gpu_hours_are_gpus_times_predicted_minutes_and_the_limit_twice_the_minu
     d = cost.decide(None, synthetic, gpus=1, micro_batch=8, offload=True)
     assert (d.gpus, d.offload, d.gpu_hours, d.runtime_min) == (1, True, 2.54, 313)
     from ttrl_bench.plan.cards import CARDS
-    d = cost.decide(None, synthetic, gpus=4, micro_batch=8, offload=False, card=CARDS["a100-80"])
+    d = cost.decide(None, synthetic, gpus=4, micro_batch=8, offload=False, card=CARDS["a100_80"])
     assert (d.gpu_hours, d.runtime_min) == (round(4 * (50 / (312 / 154.8) + 2.15) / 60, 2), 113) == (1.8, 113)
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Card:
-    key: str  # resources.gpu_model, and SLURM's gpu_model resource
+    key: str  # resources.gpu_model, and SLURM's gpu_model resource (the SLURM plugin takes [a-zA-Z0-9_.] only)
     name: str
     memory_gb: float
     relative: float  # dense bf16 tensor throughput / the H100 SXM's
@@ -29,9 +29,9 @@ CARDS = {c.key: c for c in (
     Card("h100", "H100 80GB", 80, 1.0, "NVIDIA H100 datasheet (SXM5): 80 GB HBM3, 989 TFLOPS dense bf16"),
     Card("h200", "H200 141GB", 141, 989 / H100_BF16_TFLOPS,
          "NVIDIA H200 datasheet (SXM): 141 GB HBM3e, 989 TFLOPS dense bf16 (the H100's compute, more bandwidth)"),
-    Card("a100-80", "A100 80GB", 80, 312 / H100_BF16_TFLOPS,
+    Card("a100_80", "A100 80GB", 80, 312 / H100_BF16_TFLOPS,
          "NVIDIA A100 datasheet: 80 GB HBM2e, 312 TFLOPS dense bf16"),
-    Card("a100-40", "A100 40GB", 40, 312 / H100_BF16_TFLOPS,
+    Card("a100_40", "A100 40GB", 40, 312 / H100_BF16_TFLOPS,
          "NVIDIA A100 datasheet: 40 GB HBM2, 312 TFLOPS dense bf16"),
     Card("a6000", "RTX A6000 48GB", 48, 154.8 / H100_BF16_TFLOPS,
          "NVIDIA RTX A6000 datasheet: 48 GB GDDR6, 309.7 TFLOPS bf16 with sparsity (154.8 dense)"),
@@ -54,6 +54,12 @@ def card(key: str | None) -> Card:
     if key not in CARDS:
         raise ValueError(f"config key `resources.gpu_model`: unknown card {key!r}; known: {', '.join(CARDS)}")
     return CARDS[key]
+
+
+def slurm_gpu_model(config: dict) -> str:
+    """The `gpu_model` resource of the GPU rules: the card's key where the config names one (sbatch
+    --gpus=<key>:N), else "" (not pinned: the plugin then asks --gpus=N of any type)."""
+    return config.get("resources", {}).get("gpu_model") or ""
 
 
 def config_card(config: dict) -> Card:
