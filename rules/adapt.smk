@@ -22,6 +22,7 @@ rule adapt:
         gpu=get_resource("adapt", "gpu"),
         mem_mb=get_resource("adapt", "mem_mb"),
         runtime=get_resource("adapt", "runtime"),
+        gpu_model=GPU_MODEL,
     conda:
         "../envs/gpu.yaml"
     shell:
@@ -59,6 +60,7 @@ rule adapt_per_sample:
         gpu=get_resource("adapt_per_sample", "gpu"),
         mem_mb=get_resource("adapt_per_sample", "mem_mb"),
         runtime=get_resource("adapt_per_sample", "runtime"),
+        gpu_model=GPU_MODEL,
     conda:
         "../envs/gpu.yaml"
     shell:

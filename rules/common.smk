@@ -13,6 +13,7 @@ sys.path.insert(0, SRC)
 
 from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.plan import Job, Plan, checks, job_request, validated
+from ttrl_bench.plan.cards import slurm_gpu_model
 from ttrl_bench.plan.grid import BUILD_FAMILY, DEMO_DATASETS, protocol_parts
 from ttrl_bench.plan.resources import job_method_settings, largest_gpu_request, launch_command
 from ttrl_bench.plan.results_tree import check_results_tree, claim_results_tree, config_files
@@ -38,6 +39,7 @@ def checked(step, *args):
 
 
 PLAN = checked(lambda: Plan(validated(config)))  # validated: also fills in the schema's defaults
+GPU_MODEL = slurm_gpu_model(PLAN.config)  # resources.gpu_model: the card SLURM is asked for ("": any)
 
 
 def slurm_profile():

@@ -25,6 +25,7 @@ rule evaluate:
         gpu=get_resource("evaluate", "gpu"),
         mem_mb=get_resource("evaluate", "mem_mb"),
         runtime=get_resource("evaluate", "runtime"),
+        gpu_model=GPU_MODEL,
     conda:
         "../envs/gpu.yaml"
     shell:

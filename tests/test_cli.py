@@ -190,7 +190,7 @@ def test_a_listing_read_through_head_ends_quietly():
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     plan = subprocess.Popen([sys.executable, "-m", "ttrl_bench.cli", "plan", "config/ttrv.yaml"], cwd=repo, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert plan.stdout.readline().startswith(b"job ")
+    assert plan.stdout.readline().startswith(b"card: H100 80GB (resources.gpu_model: h100")  # the default card first
     plan.stdout.close()  # about 20 KB are still to come: the next write meets a closed pipe
     stderr = plan.stderr.read().decode()
     assert plan.wait() == 0 and stderr == ""

@@ -23,10 +23,10 @@ PACKAGE_ORDER = ["runs", "generation", "rewards", "datasets", "models", "evaluat
 # The plan's modules, bottom first; modules of one layer do not import each other except as listed in
 # PLAN_WITHIN (the lower one first).
 PLAN_LAYERS = [
-    ("config", ["protocols", "config", "names"]),
+    ("config", ["protocols", "config", "names", "cards"]),
     ("grid", ["grid", "samples"]),
     ("memory", ["memory"]),
-    ("cost", ["cost"]),
+    ("cost", ["cost", "evaluation_cost"]),
     ("requests", ["resources"]),
     ("checks", ["preflight", "results_tree", "checks"]),
     ("top", ["cells", "__init__"]),

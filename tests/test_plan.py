@@ -106,19 +106,20 @@ def test_adaptation_requests_are_the_cost_models_decision():
     KL reference and vLLM at 0.3 of each GPU. On 2 GPUs half the fp32 weights + gradients + AdamW state
     (123.5 GB / 2) plus 18 GB of activations, x 0.784 calibration, + a bf16 reference shard (7.9) + vLLM
     (24) = 94 GB > 80: 4 GPUs. Host: 4 processes x (4 + 2 bytes) x 7.944e9 (fp32 load, bf16 reference)
-    + 4 x 8 GB = 222.7 GB, x 1.1 -> 245000 MB. Time: 2 x (17.9 compute minutes + 10 start-up) = 56.
-    InternVL3-2B: one GPU, 1 x 6 bytes x 1.856e9 + 8 GB = 19.1 GB, x 1.1 -> 22000 MB."""
+    + 4 x 8 GB = 222.7 GB, x 1.1 -> 245000 MB. Limit: the margin 2 x (17.90 compute minutes at the authors'
+    A6000 rate, no faster on the H100 in the slowest case + 6.25 slowest start-up) = 48.3 -> 49.
+    InternVL3-2B: one GPU, 1 x 6 bytes x 1.856e9 + 8 GB = 19.1 GB, x 1.1 -> 22000 MB; 2 x (16.22 + 6.25) -> 45."""
     plan = paper("ttrv.yaml")
-    assert job_request(plan, EIGHT_B_TTRV) == Request(4, 245000, 56, micro_batch=2)
+    assert job_request(plan, EIGHT_B_TTRV) == Request(4, 245000, 49, micro_batch=2)
     two_b = Job("adapt", "internvl3-2b", "ttrv", "ai2d", None, "n20_random", 0)
-    assert job_request(plan, two_b) == Request(1, 22000, 53, micro_batch=2)
+    assert job_request(plan, two_b) == Request(1, 22000, 45, micro_batch=2)
     # VR-TTRL per sample, Qwen2.5-VL-7B (8.29e9 parameters): 4 GPUs; its 8 rollouts x 1 prompt per step
     # leave each of 4 processes 2, so the preset's micro-batch of 4 runs as 2 (adaptation/layout.py). Its
     # patch merger trains (Appendix C.1's subset): the traced step's FLOPs 2.938e14 against 2.673e14 with
-    # the merger frozen (the backward now reaches into the vision tower's merger), 340 -> 369 minutes
+    # the merger frozen (the backward now reaches into the vision tower's merger); limit 2 x (174.27 + 6.25) -> 362
     vr = paper("vr-ttrl.yaml")
     job = next(j for j in vr.jobs() if j.method == "vr-ttrl" and j.model == "qwen2.5-vl-7b")
-    assert job_request(vr, job) == Request(4, 389000, 369, micro_batch=2)
+    assert job_request(vr, job) == Request(4, 389000, 362, micro_batch=2)
     assert job_method_settings(vr, job)["hyperparameters"]["micro_batch_size"] == 2
 
 
@@ -143,9 +144,12 @@ def test_echo_authors_trains_a_lora_adapter_on_geoqa_only():
 def test_evaluation_and_conversion_ask_for_the_weights_on_the_host():
     """8 GB + 4 bytes per parameter (the parameter count from the model's config on the meta device):
     InternVL3-8B 8000 + 4 x 7944.37 = 39778 MB; InternVL2.5-4B 8000 + 4 x 3712.64 = 22851 MB.
-    Evaluation minutes 30 + 5 per billion: 70 for 7.94 B."""
+    Evaluation limit (plan/evaluation_cost.py), AI2D under ttrv.yaml's `authors` protocol (1,024 new tokens): the
+    slowest case is 2,704 items x (3,328 image tokens: 12 tiles + a thumbnail + 100 text + 1,024) = 12,038,208
+    tokens through HF generate at 21 items/s x 1,346 tokens x 1.86 / 7.944 B = 6,617.9 tokens/s on the H100:
+    1,819.0 s = 30.32 min; 2 x (30.32 + 2.15 start-up) = 64.9 -> 65."""
     plan = paper("ttrv.yaml")
-    assert job_request(plan, Job("evaluate", "internvl3-8b", "ttrv", "ai2d", "ai2d")) == Request(1, 39778, 70)
+    assert job_request(plan, Job("evaluate", "internvl3-8b", "ttrv", "ai2d", "ai2d")) == Request(1, 39778, 65)
     assert job_request(plan, Job("convert_model", "internvl2.5-4b")) == Request(0, 22851, 60)
 
 
@@ -163,9 +167,9 @@ def test_built_models_ask_a_fixed_small_request_without_tracing():
 def test_one_gpu_for_an_8b_model_offloads_to_the_host():
     """models.<name>.gpus = 1: the 8B training state (123.5 GB) fits only on the host. Host: one fp32
     load (31.8 GB), the offloaded state (123.5), one bf16 reference (15.9), one process (8) = 179.1 GB,
-    x 1.1 -> 198000 MB; time 2 x (3 x 71.6 PCIe-bound compute minutes + 10) = 450."""
+    x 1.1 -> 198000 MB; limit 2 x (3 x 71.59 PCIe-bound compute minutes + 6.25 start-up) = 442.1 -> 443."""
     plan = Plan(validated(merge(paper("ttrv.yaml").config, {"models": {"internvl3-8b": {"gpus": 1}}})))
-    assert job_request(plan, EIGHT_B_TTRV) == Request(1, 198000, 450, offload=True, micro_batch=2)
+    assert job_request(plan, EIGHT_B_TTRV) == Request(1, 198000, 443, offload=True, micro_batch=2)
 
 
 def test_a_job_predicted_not_to_fit_stops_the_dry_run_naming_the_key():
@@ -474,7 +478,7 @@ def test_schema_defaults_by_name():
     samples (TTRV Appendix A); MCQ evaluation with the checkpoint's template and our robust parser, 6 new tokens,
     every sample, the adaptation samples held out; VR-TTRL's 200 grounding samples per split at the rollouts' 1024
     tokens; ECHO Table 5's validation temperature 0.6 and 3,072 tokens, top_p 0.95 (geometry3k.sh:75), pass@1 of one
-    sample; TTRV Appendix B's either-side resolution rule; an 80 GB GPU; vLLM at 0.3 of a GPU beside training and at
+    sample; TTRV Appendix B's either-side resolution rule; the H100 80 GB card; vLLM at 0.3 of a GPU beside training and at
     its own 0.9 for evaluation."""
     config = validated({"models": {"demo": {"source": "results/models/demo", "build": "tiny-qwen2.5-vl"}},
                         "datasets": ["demo-digits"], "methods": ["zero-shot"]})
@@ -493,7 +497,10 @@ def test_schema_defaults_by_name():
     assert (math["temperature"], math["top_p"], math["top_k"], math["max_new_tokens"]) == (0.6, 0.95, None, 3072)
     assert (math["n_samples"], math["pass_k"], math["prompt"], math["grader"]) == (1, [1], "training", "exact")
     assert (config["data"]["resolution_rule"], config["data"]["items"]) == ("either_side", "ours")
-    assert config["resources"]["gpu_memory_gb"] == 80
+    # no card set: the H100 80 GB (plan/cards.py), unpinned; its memory where gpu_memory_gb does not override it
+    assert config["resources"] == {} and config["experiments_enabled"] == "as_set"
+    from ttrl_bench.plan.cards import config_card, gpu_memory_gb
+    assert (config_card(config).key, gpu_memory_gb(config)) == ("h100", 80)
 
 
 def test_the_clean_protocols_stated_values_are_the_schemas_defaults():

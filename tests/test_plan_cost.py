@@ -142,9 +142,14 @@ def test_decide_names_the_job_peak_memory_and_keys_when_nothing_fits(synthetic):
 
 def test_plan_table_has_a_row_per_job_of_the_ttrv_config(synthetic):
     """Every job: 16 preparations, InternVL2.5-4B's conversion, 128 adaptations and 224 evaluations
-    (test_paper_configs.py counts them). An InternVL3-8B evaluation asks 30 + 5 x 7.94 -> 70 minutes on one GPU:
-    1.17 GPU-hours; the conversion runs on the CPU for its 60 minutes. The node hours pack the GPU-hours, but are
-    never less than the longest job: on a one-GPU node they are the GPU-hours."""
+    (test_paper_configs.py counts them). InternVL3-8B (7.944 B) evaluated on AI2D's 2,704 items (the authors' list),
+    on the default H100 80 GB, expected case: 5 tiles x 256 = 1,280 image tokens + 100 text + a 6-token letter
+    through vLLM (evaluation.backend auto) at 36.2 items/s x 1,346 tokens x 1.86 / 7.944 = 11,407.9 tokens/s:
+    3,747,744 tokens in 328.5 s = 5.475 min, + 2.15 start-up -> 8 minutes, 0.13 GPU-hours. Its limits: the slowest
+    case (12 tiles + a thumbnail = 3,328 image tokens, HF generate's 6,617.9 tokens/s, max_new_tokens) x 2 + start-up:
+    clean (6 new tokens) 2 x (2,704 x 3,434 / 6,617.9 / 60 = 23.385 + 2.15) -> 52; authors (1,024) 2 x (30.317 +
+    2.15) -> 65. The conversion runs on the CPU for its 60 minutes. The node hours pack the GPU-hours, but are never
+    less than the longest costed job: on a one-GPU node they are the GPU-hours."""
     from ttrl_bench.plan import Plan, load_config
     from ttrl_bench.plan.resources import plan_table
 
@@ -154,14 +159,17 @@ def test_plan_table_has_a_row_per_job_of_the_ttrv_config(synthetic):
     for row in rows:
         counts[row["rule"]] = counts.get(row["rule"], 0) + 1
     assert counts == {"prepare_data": 16, "convert_model": 1, "adapt": 128, "evaluate": 224} and totals["jobs"] == 369
-    evaluations = [r for r in rows if r["rule"] == "evaluate" and r["job"].startswith("evaluate internvl3-8b/")]
-    assert evaluations and all((r["gpus"], r["minutes"], r["gpu_hours"]) == (1, 70, 1.17) for r in evaluations)
+    evaluations = {r["job"]: r for r in rows if r["rule"] == "evaluate" and r["job"].startswith("evaluate internvl3-8b/")}
+    clean, authors = (evaluations[f"evaluate internvl3-8b/ttrv/ai2d/n20_random{p}/seed0"] for p in ("", "_authors"))
+    assert (clean["gpus"], clean["minutes"], clean["gpu_hours"], clean["limit"]) == (1, 8, 0.13, 52)
+    assert (authors["gpus"], authors["minutes"], authors["gpu_hours"], authors["limit"]) == (1, 8, 0.13, 65)
+    assert authors["parts"]["evaluation"] == pytest.approx(2704 * 1386 / (36.2 * 1346 * 1.86 / 7.94437376) / 3600)
     assert [(r["minutes"], r["gpu_hours"]) for r in rows if r["rule"] == "convert_model"] == [(60, 0.0)]
     adapt = [r for r in rows if r["rule"] == "adapt"]
     assert all(r["gpus"] >= 1 and r["gpu_peak_gb"] <= 80 for r in adapt)
     assert totals["gpu_hours_by_rule"]["adapt"] == pytest.approx(sum(r["gpu_hours"] for r in adapt), abs=0.1)
     assert totals["gpu_hours"] == pytest.approx(sum(totals["gpu_hours_by_rule"].values()), abs=0.1)
-    longest = max(r["minutes"] for r in rows if r["gpus"]) / 60
+    longest = max(r["minutes"] for r in rows if r["gpus"] and r["gpu_hours"] is not None) / 60
     assert totals["node_hours"] == pytest.approx(max(totals["gpu_hours"] / 8, longest), abs=0.1)
     assert plan_table(plan, gpus_per_node=1)[1]["node_hours"] == pytest.approx(totals["gpu_hours"], abs=0.1)
 
@@ -247,21 +255,27 @@ def test_a_lora_step_traces_the_adapter_alone_as_trainable():
 # --- GPU-hours of multi-GPU jobs, worked by hand (issue 39) ----------------------------------------------------
 
 def test_gpu_hours_are_gpus_times_predicted_minutes_and_the_limit_twice_the_minutes(synthetic, monkeypatch):
-    """With 50 compute minutes (runtime_minutes stubbed): minutes = 50 + 10 start-up = 60; on 4 GPUs
-    4 x 60 / 60 = 4.0 GPU-hours and a SLURM limit of ceil(2 x 60) = 120 minutes. Offloaded on one GPU the steps
-    are PCIe-bound: 3 x 50 + 10 = 160 minutes, 1 x 160 / 60 = 2.67 GPU-hours, limit 320."""
+    """With 50 compute minutes (runtime_minutes stubbed), no card named (the authors' A6000, where the rate was
+    measured): minutes = 50 + 2.15 start-up (the logs' median, 129 s) = 52.15; on 4 GPUs 4 x 52.15 / 60 = 3.48
+    GPU-hours and a SLURM limit of ceil(2 x (50 + 6.25 slowest start-up)) = 113 minutes. Offloaded on one GPU the
+    steps are PCIe-bound: 3 x 50 + 2.15 = 152.15 minutes, 2.54 GPU-hours, limit ceil(2 x 156.25) = 313. On an
+    A100 80 GB (312 / 154.8 = 2.016 times the A6000's dense bf16): 50 / 2.016 + 2.15 = 26.96 minutes, 1.80 GPU-hours
+    on 4 GPUs; its limit assumes no gain from the faster card: 113 again."""
     monkeypatch.setattr(cost, "runtime_minutes", lambda config, settings, micro_batch, gpus: {"compute_min": 50.0})
     d = cost.decide(None, synthetic, gpus=4, micro_batch=8, offload=False)
-    assert (d.gpus, d.offload, d.gpu_hours, d.runtime_min) == (4, False, 4.0, 120)
+    assert (d.gpus, d.offload, d.gpu_hours, d.runtime_min) == (4, False, 3.48, 113)
     d = cost.decide(None, synthetic, gpus=1, micro_batch=8, offload=True)
-    assert (d.gpus, d.offload, d.gpu_hours, d.runtime_min) == (1, True, 2.67, 320)
+    assert (d.gpus, d.offload, d.gpu_hours, d.runtime_min) == (1, True, 2.54, 313)
+    from ttrl_bench.plan.cards import CARDS
+    d = cost.decide(None, synthetic, gpus=4, micro_batch=8, offload=False, card=CARDS["a100_80"])
+    assert (d.gpu_hours, d.runtime_min) == (round(4 * (50 / (312 / 154.8) + 2.15) / 60, 2), 113) == (1.8, 113)
 
 
 def test_the_plan_reports_a_4_gpu_adaptations_gpu_hours_from_its_predicted_minutes():
-    """VR-TTRL per sample on Qwen2.5-VL-7B (tests/test_plan.py: Request(4, 389000, 369, micro_batch=2)). The limit
-    369 = ceil(2 x minutes), so the predicted minutes are in (184, 184.5] and the plan's GPU-hours 4 x minutes / 60
-    in (12.267, 12.300]: 12.27 .. 12.30 at 2 decimals, its minutes column round(GPU-hours x 60 / 4) = 184. (The
-    SLURM limit's 4 x 369 / 60 = 24.6 GPU-hours is twice that: the plan counts the prediction, not the limit.)"""
+    """VR-TTRL per sample on Qwen2.5-VL-7B (tests/test_plan_jobs.py works it by hand: 174.27 compute minutes at the
+    authors' A6000 rate, 29.43 minutes on the default H100 with the start-up, limit 362). The plan's row: minutes
+    round(1.96 x 60 / 4) = 29, GPU-hours 4 x 29.43 / 60 = 1.96, the limit beside them. (The SLURM limit's
+    4 x 362 / 60 = 24.1 GPU-hours is far above: the plan counts the expected case, not the limit.)"""
     from ttrl_bench.plan import Plan, load_config
     from ttrl_bench.plan.resources import plan_table
 
@@ -270,11 +284,11 @@ def test_the_plan_reports_a_4_gpu_adaptations_gpu_hours_from_its_predicted_minut
     plan.jobs = lambda: [job]  # the one job's row (the full table decides 48 jobs)
     rows, totals = plan_table(plan)
     row = next(r for r in rows if r["rule"] == "adapt_per_sample")
-    assert (row["gpus"], row["micro_batch"], row["minutes"]) == (4, 2, 184)
-    assert 12.27 <= row["gpu_hours"] <= 12.30
-    assert totals["gpu_hours_by_rule"] == {"adapt_per_sample": round(row["gpu_hours"], 1)}
-    # one 4-GPU job on an 8-GPU node: max(12.3 / 8, 184 / 60 = 3.07 hours of the longest job) = 3.1
-    assert totals["node_hours"] == 3.1
+    assert (row["gpus"], row["micro_batch"], row["minutes"], row["gpu_hours"], row["limit"]) == (4, 2, 29, 1.96, 362)
+    assert totals["gpu_hours_by_rule"] == {"adapt_per_sample": 2.0}
+    assert totals["gpu_hours_by_part"] == {"adaptation": 1.8, "evaluation": 0.0, "startup": 0.1}  # 1.8167, 0.1433
+    # one 4-GPU job on an 8-GPU node: max(1.96 / 8, 29 / 60 = 0.48 hours of the longest job) = 0.5
+    assert totals["node_hours"] == 0.5
 
 
 def test_decides_defaults_are_an_80_gb_gpu_an_adaptation_job_and_the_models_gpus_key(synthetic):

@@ -16,6 +16,7 @@ import yaml
 
 from ttrl_bench.plan import Job, Plan, Request, job_request, load_config, validated
 from ttrl_bench.plan import cost, memory, resources
+from ttrl_bench.plan.cards import CARDS, DEFAULT_CARD
 from ttrl_bench.plan.config import merge
 from ttrl_bench.plan.memory import StepShape
 
@@ -87,8 +88,13 @@ def test_a_4_gpu_vr_ttrl_adaptation_worked_by_hand_from_its_traces(tmp_path, mon
     assert round(host, 3) == 353.575
     rate = PROBE_FLOPS / (32 * (48 + 1280 + 32)) * 64 * (1490 + 5.4) / (9.4 * 4)
     flops = 1000 * (8 * FLOPS_MB2 / 2 + 8 * FLOPS_MB2 / 2 / 3 * 2 + 8 * 1024 * 2 * P)
-    minutes = flops / (rate * 4) / 60 + 10
-    assert round(minutes, 2) == 184.27
+    compute = flops / (rate * 4) / 60  # at the authors' rate, on their A6000s
+    assert round(compute, 2) == 174.27
+    # the default card, the H100 80 GB: 989 / 154.8 = 6.389 times the A6000's dense bf16 (plan/cards.py); the
+    # start-up the authors' logs' median, 129 s; the limit 2 x (the compute at no gain from the faster card + the
+    # slowest start-up, 375 s) = 2 x 180.52 -> 362
+    minutes = compute / (989 / 154.8) + 129 / 60
+    assert (round(minutes, 2), math.ceil(2 * (compute + 375 / 60))) == (29.43, 362)
 
     d = cost.job_decision(plan, job)
     assert (d.gpus, d.offload, d.micro_batch) == (4, False, 2)
@@ -106,19 +112,21 @@ def test_a_4_gpu_vr_ttrl_adaptation_worked_by_hand_from_its_traces(tmp_path, mon
     assert (d.host_gb, d.mem_mb) == (353.6, 389000) and math.ceil(1.1 * host) == 389
     assert d.predicted["flops_per_gpu_second"] == pytest.approx(rate, rel=1e-12)
     assert d.predicted["flops"] == pytest.approx(flops, rel=1e-12)
-    assert d.predicted["compute_min"] == pytest.approx(minutes - 10, rel=1e-12)
-    assert (d.runtime_min, d.gpu_hours) == (math.ceil(2 * minutes), round(4 * minutes / 60, 2)) == (369, 12.28)
+    assert d.predicted["compute_min"] == pytest.approx(compute, rel=1e-12)
+    assert (d.runtime_min, d.gpu_hours) == (362, round(4 * minutes / 60, 2)) == (362, 1.96)
     # what SLURM is asked, and the --main_process_port of its launcher
-    assert job_request(plan, job) == Request(4, 389000, 369, threads=1, offload=False, micro_batch=2)
-    # the plan's row: the predicted minutes, round(12.28 x 60 / 4) = 184, not the limit
+    assert job_request(plan, job) == Request(4, 389000, 362, threads=1, offload=False, micro_batch=2)
+    # the plan's row: the predicted minutes, round(1.96 x 60 / 4) = 29, beside the limit
     plan.jobs = lambda: [job]
     rows, totals = resources.plan_table(plan)
     row = next(r for r in rows if r["rule"] == "adapt_per_sample")
     assert row == {"rule": "adapt_per_sample", "job": "adapt_per_sample qwen2.5-vl-7b/vr-ttrl/reasonseg/"
                    "n20_random_authors/seed0", "gpus": 4, "offload": False, "micro_batch": 2, "gpu_peak_gb": 68.9,
-                   "host_gb": 353.6, "minutes": 184, "gpu_hours": 12.28}
+                   "host_gb": 353.6, "minutes": 29, "limit": 362, "gpu_hours": 1.96, "unknown": False,
+                   "parts": {"adaptation": pytest.approx(4 * compute / (989 / 154.8) / 60, rel=1e-12),
+                             "startup": pytest.approx(4 * 129 / 60 / 60, rel=1e-12)}}
     assert (totals["gpu_hours"], totals["gpu_hours_by_rule"], totals["node_hours"]) == (
-        12.3, {"adapt_per_sample": 12.3}, round(184 / 60, 1))
+        2.0, {"adapt_per_sample": 2.0}, round(29 / 60, 1))
 
 
 def test_the_same_job_on_one_gpu_offloads_and_costs_three_times_the_compute(tmp_path, monkeypatch):
@@ -127,8 +135,9 @@ def test_the_same_job_on_one_gpu_offloads_and_costs_three_times_the_compute(tmp_
     0.784 x (152.253 - 125.091 = 27.162) + 16.584 (bf16 reference) + 24 = 61.87 GB. Host: one fp32 load 4 P
     (33.169) + one snapshot 4 T (30.641) + the offloaded 16 T + 4 (P - T) (122.563 + 2.528) + 2 P (16.584) + 8
     = 213.48 GB -> ceil(234.83) = 235000 MB. FLOPs per sequence are the same at micro-batch 4 (linear), so the
-    compute is 4 x 174.27 = 697.07 minutes, PCIe-bound x 3 + 10 = 2101.2 minutes: 35.02 GPU-hours (against
-    4 x 184.27 / 60 = 12.28 on 4 GPUs), limit ceil(2 x 2101.2) = 4203."""
+    compute is 4 x 174.27 = 697.07 minutes at the authors' A6000 rate, PCIe-bound x 3 = 2091.2; on the default
+    H100 (6.389 times the A6000) 327.32 + 2.15 start-up = 329.47 minutes: 5.49 GPU-hours (against 1.96 on 4 GPUs);
+    limit 2 x (2091.2, no gain from the faster card, + 6.25 slowest start-up) = 4194.9 -> 4195."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "traces"))
     monkeypatch.setattr(memory, "trace_step", lambda *a: pytest.fail("a trace that is not shipped"))
@@ -140,16 +149,16 @@ def test_the_same_job_on_one_gpu_offloads_and_costs_three_times_the_compute(tmp_
     host = 4 * P / 1e9 + 4 * T / 1e9 + (16 * T + 4 * (P - T)) / 1e9 + 2 * P / 1e9 + 8
     rate = PROBE_FLOPS / (32 * (48 + 1280 + 32)) * 64 * (1490 + 5.4) / (9.4 * 4)
     compute = 1000 * (8 * FLOPS_MB2 / 2 * (1 + 2 / 3) + 8 * 1024 * 2 * P) / rate / 60
-    minutes = 3 * compute + 10
-    assert (round(peak, 2), round(host, 2), round(compute, 2), round(minutes, 1)) == (61.87, 213.48, 697.07, 2101.2)
+    minutes = 3 * compute / (989 / 154.8) + 129 / 60
+    assert (round(peak, 2), round(host, 2), round(compute, 2), round(minutes, 2)) == (61.87, 213.48, 697.07, 329.47)
     d = cost.job_decision(plan, job, gpus=1)
     assert (d.gpus, d.offload, d.micro_batch, d.gpu_peak_gb, d.host_gb, d.mem_mb) == (1, True, 4, 61.9, 213.5, 235000)
     assert d.predicted["offloaded_state"] == pytest.approx((16 * T + 4 * (P - T)) / 1e9, rel=1e-12)
-    assert (d.runtime_min, d.gpu_hours) == (math.ceil(2 * minutes), round(minutes / 60, 2)) == (4203, 35.02)
+    assert (d.runtime_min, d.gpu_hours) == (math.ceil(2 * (3 * compute + 375 / 60)), round(minutes / 60, 2)) == (4195, 5.49)
     plan.jobs = lambda: [job]
     assert resources.fewer_gpus(plan) == [
         "models.qwen2.5-vl-7b.gpus: 1 runs its 1 multi-GPU adaptation(s) on one GPU each, 1 of them with offload: "
-        "35.0 GPU-hours instead of 12.3"]
+        "5.5 GPU-hours instead of 2.0"]
 
 
 PREFILL_8 = {"peak_gb": 36.487232672, "flops": 193_629_266_116_608.0}  # shipped prefill trace, 8 sequences, fp32 weights
@@ -163,8 +172,9 @@ def test_a_vote_only_job_is_planned_as_rollouts_and_a_vote_not_as_training(tmp_p
     epochs: 200 rounds) through HF generate (no vLLM engine), no reference, no optimizer, no snapshot.
     GPU: the prefill trace of 8 sequences x 1.0 = 36.49 GB (33.17 of it the fp32 weights, 4 P). Host: one fp32 load
     4 P = 33.169 + 8 = 41.169 GB -> ceil(1.1 x 41.169 = 45.29) = 46000 MB. FLOPs per round: 8 x (1.9363e14 / 8
-    + 1024 x 2 x P) = 1.9363e14 + 1.3585e14 = 3.2949e14; x 200 = 6.5898e16; / 5.0086e13 FLOP/s / 60 = 21.93 min,
-    + 10 = 31.93: limit ceil(63.86) = 64 min, 0.53 GPU-hours."""
+    + 1024 x 2 x P) = 1.9363e14 + 1.3585e14 = 3.2949e14; x 200 = 6.5898e16; / 5.0086e13 FLOP/s / 60 = 21.93 min
+    on the authors' A6000; on the default H100 (x 6.389) 3.43 + 2.15 start-up = 5.58 min, 0.09 GPU-hours; limit
+    2 x (21.93 + 6.25) = 56.36 -> 57 min."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "traces"))
     monkeypatch.setattr(memory, "trace_step", lambda *a: pytest.fail("a trace that is not shipped"))
@@ -179,18 +189,19 @@ def test_a_vote_only_job_is_planned_as_rollouts_and_a_vote_not_as_training(tmp_p
         PREFILL_8["peak_gb"], PREFILL_8["flops"], P, 0)
     rate = PROBE_FLOPS / (32 * (48 + 1280 + 32)) * 64 * (1490 + 5.4) / (9.4 * 4)
     flops = 200 * 8 * (PREFILL_8["flops"] / 8 + 1024 * 2 * P)
-    minutes = flops / rate / 60 + 10
+    minutes = flops / rate / 60 / (989 / 154.8) + 129 / 60
     host = 4 * P / 1e9 + 8
-    assert (round(minutes, 2), round(host, 3)) == (31.93, 41.169)
+    assert (round(minutes, 2), round(host, 3)) == (5.58, 41.169)
     d = cost.job_decision(plan, job)
     assert (d.gpus, d.offload, d.gpu_peak_gb, d.host_gb, d.mem_mb) == (1, False, 36.5, 41.2, 46000)
     assert (d.predicted["train_gb"], d.predicted["generation_gb"], d.predicted["snapshots"],
             d.predicted["reference_loads"], d.predicted["vllm_gb"]) == (0.0, PREFILL_8["peak_gb"], 0.0, 0.0, 0.0)
     assert d.predicted["flops"] == pytest.approx(flops, rel=1e-12)
-    assert (d.runtime_min, d.gpu_hours) == (math.ceil(2 * minutes), round(minutes / 60, 2)) == (64, 0.53)
+    assert (d.runtime_min, d.gpu_hours) == (math.ceil(2 * (flops / rate / 60 + 375 / 60)), round(minutes / 60, 2)) == (57, 0.09)
     # a config that gives the model 4 GPUs gets them (each process repeats the job); nothing else changes
     forced = cost.job_decision(plan, job, gpus=4)
-    assert (forced.gpus, forced.gpu_peak_gb, forced.gpu_hours) == (4, 36.5, round(4 * (flops / rate / 4 / 60 + 10) / 60, 2))
+    assert (forced.gpus, forced.gpu_peak_gb, forced.gpu_hours) == (
+        4, 36.5, round(4 * (flops / rate / 4 / 60 / (989 / 154.8) + 129 / 60) / 60, 2))
     # VR-TTRL itself is unchanged (the test above): a vote-only preset with kl_beta still loads no reference
     assert cost.JobSettings.from_preset({"updates": False, "kl_beta": 0.01, "epochs": 5}, 3, per_sample=True).reference is False
     assert cost.JobSettings.from_preset({"updates": False, "epochs": 5}, 3, per_sample=True).rounds == 3
@@ -204,12 +215,14 @@ def test_the_cost_models_defaults_by_name():
     halving from 64; 8 GB of host memory per process; the prefill factor 1 (the oom-hf-generate point); the TTRV
     authors' update (docs/ttrv-authors-logs.md: 4 prompts x 16 trained rollouts of ~1,490 + 5.4 tokens in 9.4 s on
     4 GPUs); a built demo model's 8000 MB and 40 minutes; InternVL's 5 tiles x 256 = 1,280 image tokens and 64
-    text tokens per prompt; an 80 GB GPU and a vLLM share of 0.3 (the config schema's defaults)."""
+    text tokens per prompt; the H100 80 GB card and a vLLM share of 0.3 (the config schema's defaults)."""
     assert cost.GPU_COUNTS == (1, 2, 4, 8)
     assert cost.MICRO_BATCHES == (64, 32, 16, 8, 4, 2, 1)
     assert cost.HOST_OVERHEAD_GB == 8.0
     assert cost.PREFILL_FACTOR == 1.0 and cost.Calibration(0.5, []).prefill == 1.0
-    assert cost.AUTHORS_UPDATE == {"sequences": 4 * 16, "tokens": 1490 + 5.4, "seconds": 9.4, "gpus": 4}
+    assert cost.AUTHORS_UPDATE == {"sequences": 4 * 16, "tokens": 1490 + 5.4, "seconds": 9.4, "gpus": 4, "card": "a6000"}
+    # start-up: the median and the slowest of the 71 readable authors' logs (129 s, 375 s); one margin, 2
+    assert (cost.STARTUP_MIN, cost.STARTUP_SLOWEST_MIN, cost.MARGIN) == (129 / 60, 375 / 60, 2.0)
     assert (resources.BUILT_MEM_MB, resources.BUILT_RUNTIME) == (8000, 40)
     assert resources.ADAPT_RULES == ("adapt", "adapt_per_sample")
     assert resources.GPU_RULES == ("adapt", "adapt_per_sample", "evaluate")
@@ -223,7 +236,8 @@ def test_the_cost_models_defaults_by_name():
         True, True, True, "train", True, False, 0, "all-linear")
     # the schema's defaults as a validated config holds them (config/config.yaml sets neither)
     config = validated(yaml.safe_load((REPO / "config/config.yaml").read_text()))
-    assert config["resources"]["gpu_memory_gb"] == 80
+    assert config["resources"] == {}  # no card set: the H100 80 GB (plan/cards.py), its memory
+    assert CARDS[DEFAULT_CARD].memory_gb == 80 and DEFAULT_CARD == "h100"
     assert config["adaptation"]["vllm"]["gpu_memory_utilization"] == 0.3
     # a preset without the keys: one generation, nothing frozen (the trainer's default), checkpointing on,
     # no reference without kl_beta, 1024 completion tokens, the micro-batch left to the decision

@@ -311,56 +311,72 @@ def test_sam2_multimask_and_several_pass_k_reach_the_evaluation_command(tmp_path
 # --- resources: the plan's table -------------------------------------------------------------------------------
 
 def test_plan_table_rows_and_totals_assembled_from_each_jobs_request_or_decision(monkeypatch):
-    """plan_table's own arithmetic, with the cost model's answers stood in for (plan/cost.py has its own tests):
-    a plan of datasets a, b; model m converted from an original checkpoint, model demo built by the workflow.
-    Requests: conversion 16,500 MB, 60 min; an evaluation 24,500 MB, 50 min on 1 GPU; the built model's adaptation
-    1 GPU, 8,000 MB, 40 min. Decisions (for the --gpu-memory given, 40 GB): m on a (1 round: known) 2 GPUs, offload,
-    micro-batch 4, 70.5 GB, 300.2 GB host, 0.5 GPU-hours -> minutes round(0.5 x 60 / 2) = 15; m on b (0 rounds:
-    n_samples all, not known yet) minutes and GPU-hours None.
-    Rows: host_gb = MB / 1000 (16.5, 24.5, 8.0); an evaluation's GPU-hours round(1 x 50 / 60, 2) = 0.83; a built
-    model's None; conversion and preparation 0.0 on no GPU; "->b" only where the target is not the train set.
-    Totals: 8 jobs; adapt 0.5, evaluate 2 x 0.83 = 1.66 -> 1.7; 2.16 -> 2.2 GPU-hours; the longest job counted is an
-    evaluation's 50 min (not the CPU conversion's 60, not the built model's 40: no GPU-hours) -> node hours
-    round(max(2.16 / 8, 50 / 60), 1) = 0.8; the calibration factor 0.78381 at 3 decimals, 0.784, the prefill 1.25.
-    No job at all: the preparations only, node hours 0.0."""
+    """plan_table's own arithmetic, with the cost model's answers stood in for (plan/cost.py and
+    plan/evaluation_cost.py have their own tests): a plan of datasets a, b; model m converted from an original
+    checkpoint, model demo built by the workflow; no card set: the H100 80 GB.
+    Requests: conversion 16,500 MB, 60 min; an evaluation 24,500 MB, limit 50 min on 1 GPU; the built model's
+    adaptation 1 GPU, 8,000 MB, 40 min. Decisions (for the --gpu-memory given, 40 GB): m on a (1 round: known)
+    2 GPUs, offload, micro-batch 4, 70.5 GB, 300.2 GB host, limit 40, 0.5 GPU-hours (12.85 min of adaptation + the
+    2.15 min start-up, on 2 GPUs) -> minutes round(0.5 x 60 / 2) = 15, parts adaptation 2 x 12.85 / 60 = 0.42833,
+    start-up 2 x 2.15 / 60 = 0.07167; m on b (0 rounds: n_samples all, not known yet) minutes and GPU-hours None.
+    Evaluations: a's expected 40.0 min -> minutes round(40 + 2.15) = 42, GPU-hours round(40 / 60 + 2.15 / 60, 2)
+    = 0.70; the cross one's test set unknown (expected None): minutes and GPU-hours None, limit still 50.
+    Rows: host_gb = MB / 1000 (16.5, 24.5, 8.0); a built model's GPU-hours None (not counted unknown: its request
+    is fixed); conversion and preparation 0.0 on no GPU; "->b" only where the target is not the train set.
+    Totals: 8 jobs; adapt 0.5, evaluate 0.70 -> 1.2 GPU-hours; parts adaptation 0.4, evaluation 0.7, start-up
+    0.07167 + 0.03583 = 0.1075 -> 0.1; 2 jobs not costed (adapt b, the cross evaluation); the longest job counted is
+    the evaluation's 42 min -> node hours round(max(1.2 / 8, 42 / 60), 1) = 0.7; the calibration factor 0.78381 at 3
+    decimals, 0.784, the prefill 1.25. No job at all: the preparations only, node hours 0.0."""
     from types import SimpleNamespace
 
     from ttrl_bench.plan import Job, Request, resources
+    from ttrl_bench.plan.cards import CARDS
     from ttrl_bench.plan.cost import Calibration, Decision
 
     adapt_a, adapt_b = Job("adapt", "m", "ttrv", "a", None, "p", 0), Job("adapt", "m", "ttrv", "b", None, "p", 0)
     cross, same = Job("evaluate", "m", "ttrv", "a", "b", "p", 0), Job("evaluate", "m", "ttrv", "a", "a", "p", 0)
     built = Job("adapt", "demo", "ttrv", "a", None, "p", 0)
     plan = SimpleNamespace(datasets=["a", "b"], models={"m": {"convert_from": "Org/M"}, "demo": {"build": "tiny"}},
-                           jobs=lambda: [adapt_a, adapt_b, cross, same, built])
+                           jobs=lambda: [adapt_a, adapt_b, cross, same, built], config={})
     requests = {Job("convert_model", "m"): Request(0, 16500, 60), cross: Request(1, 24500, 50),
                 same: Request(1, 24500, 50), built: Request(1, 8000, 40)}
-    decisions = {adapt_a: Decision(2, True, 4, 70.5, 300.2, 331000, 40, 0.5),
-                 adapt_b: Decision(1, False, 8, 40.0, 100.0, 110000, 30, 9.99)}
+    parts = {"adaptation_min": 12.85, "startup_min": 2.15}
+    decisions = {adapt_a: Decision(2, True, 4, 70.5, 300.2, 331000, 40, 0.5, parts),
+                 adapt_b: Decision(1, False, 8, 40.0, 100.0, 110000, 30, 9.99, parts)}
     memory_asked = []
     monkeypatch.setattr(resources, "job_request", lambda plan, job: requests[job])
     monkeypatch.setattr(resources, "job_decision", lambda plan, job, gb: memory_asked.append(gb) or decisions[job])
     monkeypatch.setattr(resources, "job_settings", lambda plan, job: SimpleNamespace(rounds={adapt_a: 1, adapt_b: 0}[job]))
+    monkeypatch.setattr(resources, "evaluation_job_estimate",
+                        lambda plan, job: {"expected_min": {cross: None, same: 40.0}[job]})
+    monkeypatch.setattr(resources, "STARTUP_MIN", 2.15)
     monkeypatch.setattr(resources, "calibration", lambda: Calibration(0.78381, [], prefill=1.25))
 
-    def row(rule, job, gpus=0, offload=False, micro_batch=None, peak=None, host=None, minutes=None, hours=0.0):
+    def row(rule, job, gpus=0, offload=False, micro_batch=None, peak=None, host=None, minutes=None, hours=0.0, **extra):
         return {"rule": rule, "job": job, "gpus": gpus, "offload": offload, "micro_batch": micro_batch,
-                "gpu_peak_gb": peak, "host_gb": host, "minutes": minutes, "gpu_hours": hours}
+                "gpu_peak_gb": peak, "host_gb": host, "minutes": minutes, "gpu_hours": hours, **extra}
 
     rows, totals = resources.plan_table(plan, 40)
-    assert rows == [row("prepare_data", "prepare_data a"), row("prepare_data", "prepare_data b"),
-                    row("convert_model", "convert_model m", host=16.5, minutes=60),
-                    row("adapt", "adapt m/ttrv/a/p/seed0", 2, True, 4, 70.5, 300.2, 15, 0.5),
-                    row("adapt", "adapt m/ttrv/b/p/seed0", 1, False, 8, 40.0, 100.0, None, None),
-                    row("evaluate", "evaluate m/ttrv/a->b/p/seed0", 1, host=24.5, minutes=50, hours=0.83),
-                    row("evaluate", "evaluate m/ttrv/a/p/seed0", 1, host=24.5, minutes=50, hours=0.83),
-                    row("adapt", "adapt demo/ttrv/a/p/seed0", 1, host=8.0, minutes=40, hours=None)]
+    assert rows == [
+        row("prepare_data", "prepare_data a"), row("prepare_data", "prepare_data b"),
+        row("convert_model", "convert_model m", host=16.5, minutes=60),
+        row("adapt", "adapt m/ttrv/a/p/seed0", 2, True, 4, 70.5, 300.2, 15, 0.5, limit=40, unknown=False,
+            parts={"adaptation": 2 * 12.85 / 60, "startup": 2 * 2.15 / 60}),
+        row("adapt", "adapt m/ttrv/b/p/seed0", 1, False, 8, 40.0, 100.0, None, None, limit=30, unknown=True, parts={}),
+        row("evaluate", "evaluate m/ttrv/a->b/p/seed0", 1, host=24.5, minutes=None, hours=None, limit=50, parts={},
+            unknown=True),
+        row("evaluate", "evaluate m/ttrv/a/p/seed0", 1, host=24.5, minutes=42, hours=0.70, limit=50, unknown=False,
+            parts={"evaluation": 40 / 60, "startup": 2.15 / 60}),
+        row("adapt", "adapt demo/ttrv/a/p/seed0", 1, host=8.0, minutes=None, hours=None, limit=40, parts={},
+            unknown=False)]
     assert memory_asked == [40, 40]
-    assert totals == {"jobs": 8, "gpu_hours": 2.2, "gpu_hours_by_rule": {"adapt": 0.5, "evaluate": 1.7},
-                      "gpus_per_node": 8, "node_hours": 0.8, "factor": 0.784, "prefill_factor": 1.25}
+    assert totals == {"jobs": 8, "gpu_hours": 1.2, "gpu_hours_by_rule": {"adapt": 0.5, "evaluate": 0.7},
+                      "gpu_hours_by_part": {"adaptation": 0.4, "evaluation": 0.7, "startup": 0.1}, "unknown": 2,
+                      "card": CARDS["h100"], "margin": 2.0, "startup_min": 2.15,
+                      "gpus_per_node": 8, "node_hours": 0.7, "factor": 0.784, "prefill_factor": 1.25}
     plan.jobs = lambda: []
-    assert resources.plan_table(plan)[1] == {"jobs": 2, "gpu_hours": 0.0, "gpu_hours_by_rule": {}, "gpus_per_node": 8,
-                                             "node_hours": 0.0, "factor": 0.784, "prefill_factor": 1.25}
+    empty = resources.plan_table(plan)[1]
+    assert (empty["jobs"], empty["gpu_hours"], empty["gpu_hours_by_rule"], empty["node_hours"]) == (2, 0.0, {}, 0.0)
 
 
 def test_fewer_gpus_names_each_multi_gpu_model_with_its_one_gpu_cost_or_why_nothing_fits(monkeypatch):

@@ -24,16 +24,27 @@ def _print_plan(plan, gpu_memory_gb, gpus_per_node) -> None:
     def shown(value, form):
         return "-" if value is None else form.format(value)
 
-    print(f"{'job':<80} {'GPUs':>4} {'offload':>7} {'micro':>5} {'GPU peak GB':>11} {'host GB':>8} {'min':>6} {'GPU-h':>7}")
+    card = totals["card"]
+    print(f"card: {card.name} (resources.gpu_model: {card.key}; {card.memory_gb:g} GB, throughput x{card.relative:.2f} "
+          f"of an H100; {card.source})")
+    print(f"{'job':<80} {'GPUs':>4} {'offload':>7} {'micro':>5} {'GPU peak GB':>11} {'host GB':>8} {'min':>6} "
+          f"{'limit':>6} {'GPU-h':>7}")
     for r in rows:
         minutes = "?" if r["minutes"] is None and r["rule"] in ("adapt", "adapt_per_sample") else shown(r["minutes"], "{}")
         hours = "?" if r["gpu_hours"] is None else f"{r['gpu_hours']:.2f}"  # n_samples: all (count unknown)
         print(f"{r['job']:<80} {r['gpus']:>4} {str(r['offload']):>7} {shown(r['micro_batch'], '{}'):>5} "
-              f"{shown(r['gpu_peak_gb'], '{:.1f}'):>11} {shown(r['host_gb'], '{:.1f}'):>8} {minutes:>6} {hours:>7}")
+              f"{shown(r['gpu_peak_gb'], '{:.1f}'):>11} {shown(r['host_gb'], '{:.1f}'):>8} {minutes:>6} "
+              f"{shown(r.get('limit'), '{}'):>6} {hours:>7}")
     counts = Counter(r["rule"] for r in rows)
     print(f"total: {totals['jobs']} jobs ({', '.join(f'{n} {rule}' for rule, n in counts.items())}), "
           f"{totals['gpu_hours']} GPU-hours ({', '.join(f'{rule} {h}' for rule, h in totals['gpu_hours_by_rule'].items())}), "
           f"{totals['node_hours']} h on one {totals['gpus_per_node']}-GPU node (perfect packing, at least the longest job)")
+    parts = totals["gpu_hours_by_part"]
+    print(f"GPU-hours on {card.name}, expected case: adaptation {parts['adaptation']}, evaluation {parts['evaluation']}, "
+          f"start-up {parts['startup']} ({totals['startup_min']:.1f} min per job, the authors' logs' median)"
+          + (f"; {totals['unknown']} GPU job(s) not costed (test or adaptation set size known after preparation)"
+             if totals["unknown"] else ""))
+    print(f"limits (SLURM runtime, column 'limit'): {totals['margin']:g} x the slowest plausible case (plan/cost.py MARGIN)")
     print(f"adaptation: traced and calibrated peaks and times (calibration factor {totals['factor']} training, "
           f"{totals['prefill_factor']:g} generation prefill; plan/data/calibration.csv); evaluation: {EVALUATION_MINUTES}; "
           "preparation: CPU, not costed (downloads depend on the network)")

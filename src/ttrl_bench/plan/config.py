@@ -55,6 +55,9 @@ def validated(config: dict, schema_path: Path = SCHEMA) -> dict:
     error = jsonschema.exceptions.best_match(validator.iter_errors(config))
     if error is not None:
         raise ValueError(schema_error(error))
+    if config["experiments_enabled"] == "all":  # every table's experiments (docs/slurm.md gives their totals)
+        for block in config["experiments"].values():
+            block["enabled"] = True
     return config
 
 

@@ -39,7 +39,8 @@ from pathlib import Path
 
 from ..adaptation.hyperparameters import lora_for_dataset
 from ..models.families import freezes_vision_encoder
-from . import memory
+from . import cards, memory
+from .cards import AUTHORS_CARD, Card, card as card_of, speed
 from .grid import adaptation_samples
 from .memory import StepShape
 from .samples import layout_samples, split_size
@@ -50,7 +51,16 @@ MICRO_BATCHES = (64, 32, 16, 8, 4, 2, 1)
 # The TTRV authors' update phase (docs/ttrv-authors-logs.md, verl/logs/ai2d InternVL3-2B 20 samples "2e"):
 # 4 prompts x 16 trained rollouts of ~1,490 prompt + 5.4 completion tokens, forward + backward with
 # gradient checkpointing, in 9.4 s on 4 GPUs (their machine: 4 A100 + 4 A6000, TTRV paper Appendix).
-AUTHORS_UPDATE = {"sequences": 64, "tokens": 1490 + 5.4, "seconds": 9.4, "gpus": 4}
+AUTHORS_UPDATE = {"sequences": 64, "tokens": 1490 + 5.4, "seconds": 9.4, "gpus": 4, "card": AUTHORS_CARD}
+# Start-up of an adaptation job (Ray, model loads, the vLLM engine, before the first round), read from the 71
+# readable authors' logs (benchmarks/plan_vs_logs.py: the launch time in the file name to the last timestamp
+# before the first validation prompt): median 129 s, slowest 375 s (imagenet_r_20 Qwen2.5-VL-7B, 8 GPUs).
+STARTUP_MIN = 129 / 60
+STARTUP_SLOWEST_MIN = 375 / 60
+# The one margin of every SLURM limit: limit = MARGIN x the slowest plausible case (evaluation_cost.py; for
+# adaptation the compute at the authors' throughput plus the slowest start-up). 2: the adaptation replay's
+# worst measured / predicted over the authors' logs is below it (benchmarks/results/plan_vs_logs.md).
+MARGIN = 2.0
 # A forward under no_grad holds exactly the tensors its Python frames reference, with the same dtypes on
 # the CPU as on a GPU where no autocast changes them, so its trace is what the GPU allocates (the CUDA
 # context and the allocator's fragmentation only add). Checked, not fitted, on the one such point
@@ -247,13 +257,14 @@ def runtime_minutes(config, settings: JobSettings, micro_batch: int, gpus: int) 
 
 def decide(config, settings: JobSettings, gpu_memory_gb: float = 80, gpus: int | None = None,
            micro_batch: int | None = None, offload: bool | None = None, layout=None,
-           job: str = "adaptation job", keys: str = "models.<name>.gpus") -> Decision:
+           job: str = "adaptation job", keys: str = "models.<name>.gpus", card: Card | None = None) -> Decision:
     """GPUs, offload and micro-batch for one job: the fewest GPUs (powers of two up to 8) on which the
     largest micro-batch that fits does, offload only where no GPU count fits without it.
     `gpus` / `micro_batch` / `offload` (config `models.<name>.gpus`, `.micro_batch_size`, `.offload`, the
     method's `micro_batch_size`) override. `layout(gpus, micro_batch)`: the micro-batch the job's batch
     layout runs with those GPUs (adaptation/layout.py may shrink it), raising ValueError for a layout it
     refuses; such (gpus, micro-batch) pairs are not tried, and where none is left its error is raised.
+    `card`: the GPU the minutes are for (cards.py; None: the card the throughput was measured on, the authors').
     Raises ValueError naming the job, the predicted peak, the GPU's memory and the keys to change."""
     micro_batch = micro_batch or settings.micro_batch
     counts = [gpus] if gpus else list(GPU_COUNTS)
@@ -275,7 +286,7 @@ def decide(config, settings: JobSettings, gpu_memory_gb: float = 80, gpus: int |
                 best = min(best or (peak, count, batch, offloaded, peaks), (peak, count, batch, offloaded, peaks),
                            key=lambda t: t[0])
                 if peak <= gpu_memory_gb:
-                    return _decision(config, settings, count, batch, offloaded, peaks)
+                    return _decision(config, settings, count, batch, offloaded, peaks, card)
     if best is None:
         raise refused
     peak, count, batch, offloaded, peaks = best
@@ -286,17 +297,23 @@ def decide(config, settings: JobSettings, gpu_memory_gb: float = 80, gpus: int |
         "micro_batch_size / generation_batch_size, or resources.gpu_memory_gb")
 
 
-def _decision(config, settings, gpus, micro_batch, offload, peaks) -> Decision:
+def _decision(config, settings, gpus, micro_batch, offload, peaks, card=None) -> Decision:
     # vote-only: the generation's trace holds the whole model and trains nothing (no snapshot either)
     one = memory.cached_trace(config, settings.shape(micro_batch) if settings.trains else settings.prefill_shape())
     host = host_gb(one.parameters, one.trainable, gpus, offload, settings.reference, settings.per_sample)
     time = runtime_minutes(config, settings, micro_batch, gpus)
-    minutes = time["compute_min"] * (3 if offload else 1) + 10  # offload: PCIe-bound steps; 10: start-up
+    work = time["compute_min"] * (3 if offload else 1)  # offload: PCIe-bound steps
+    card = card or card_of(AUTHORS_CARD)
+    compute = work / speed(card, AUTHORS_CARD)
+    slowest = work / speed(card, AUTHORS_CARD, slowest=True) + STARTUP_SLOWEST_MIN
+    minutes = compute + STARTUP_MIN
     return Decision(gpus=gpus, offload=offload, micro_batch=micro_batch,
                     gpu_peak_gb=round(max(peaks["train_gb"], peaks["generation_gb"]), 1),
                     host_gb=round(host["total_gb"], 1), mem_mb=int(1000 * math.ceil(host["total_gb"] * 1.1)),
-                    runtime_min=int(math.ceil(2 * minutes)), gpu_hours=round(gpus * minutes / 60, 2),
-                    predicted={**peaks, **host, **time, "parameters": one.parameters, "trainable": one.trainable})
+                    runtime_min=int(math.ceil(MARGIN * slowest)),
+                    gpu_hours=round(gpus * minutes / 60, 2),
+                    predicted={**peaks, **host, **time, "parameters": one.parameters, "trainable": one.trainable,
+                               "adaptation_min": compute, "startup_min": STARTUP_MIN})
 
 
 def predict_for_benchmark(model_source: str, sequences: int, new_tokens: int, image_tokens: int,
@@ -385,12 +402,12 @@ def job_decision(plan, job, gpu_memory_gb: float | None = None, gpus: int | None
     """`decide` for one adaptation job of a Plan (plan/grid.py), the config's overrides applied (`gpus`: as if
     the config set models.<name>.gpus to it)."""
     model = plan.config["models"][job.model]
-    gpu_memory_gb = gpu_memory_gb or plan.config.get("resources", {}).get("gpu_memory_gb", 80)
+    gpu_memory_gb = gpu_memory_gb or cards.gpu_memory_gb(plan.config)
     name = f"{job.rule} {job.model}/{job.method}/{job.dataset}/{job.protocol}/seed{job.seed}"
     return decide(memory.model_config(model_source(plan, job.model)), job_settings(plan, job), gpu_memory_gb,
                   gpus=gpus or model.get("gpus"), micro_batch=model.get("micro_batch_size"), offload=model.get("offload"),
                   layout=job_layout(plan, job), job=name,
-                  keys=f"models.{job.model}.gpus / .offload / .micro_batch_size")
+                  keys=f"models.{job.model}.gpus / .offload / .micro_batch_size", card=cards.config_card(plan.config))
 
 
 if __name__ == "__main__":

@@ -17,8 +17,11 @@ from ..adaptation.hyperparameters import lora_for_dataset
 from ..models.families import original_vision_drop_path
 from ..runs.launch import launcher
 from . import memory
-from .cost import calibration, job_decision, job_settings, model_source
-from .grid import Job, Plan
+from .cards import config_card
+from .cost import MARGIN, STARTUP_MIN, calibration, job_decision, job_settings, model_source
+from .evaluation_cost import AUTHORS_TEST_ITEMS, evaluation_estimate, limit_minutes
+from .grid import Job, Plan, rerun_protocol
+from .samples import split_size
 
 GPU_RULES = ("adapt", "adapt_per_sample", "evaluate")
 ADAPT_RULES = ("adapt", "adapt_per_sample")
@@ -51,15 +54,34 @@ def job_request(plan: Plan, job: Job) -> Request:
     billions = memory.parameter_count(model_source(plan, job.model)) / 1e9
     mem_mb = math.ceil(8000 + 4 * 1000 * billions)
     if job.rule == "evaluate":
-        # a simple formula, not traced: greedy decoding of a whole test set, about 5 min per billion
-        return Request(1, mem_mb, math.ceil(30 + 5 * max(1.0, billions)))
+        estimate = evaluation_job_estimate(plan, job)
+        return Request(1, mem_mb, limit_minutes(estimate["slowest_min"] + STARTUP_MIN, MARGIN))
     if job.rule == "convert_model":
         return Request(0, mem_mb, 60)
     raise ValueError(f"no resource request for rule {job.rule!r}")
 
 
-# how the evaluation request is sized, printed with the plan: a time limit, not a prediction
-EVALUATION_MINUTES = "30 + 5 per billion parameters (a SLURM limit for greedy decoding of the test set, not traced)"
+def evaluation_job_estimate(plan: Plan, job: Job) -> dict:
+    """An evaluation job's expected and slowest minutes (evaluation_cost.py) from its test set's items (prepared,
+    else the authors' list's), the model's family and size, its task's max_new_tokens (and completions for
+    math's pass@k), the configured backend and the card."""
+    dataset = job.target or job.dataset  # a cross evaluation scores its target
+    section = plan.section[dataset]
+    protocol = rerun_protocol(job.protocol) if job.protocol else plan.config["protocol"]
+    per_task = plan.configs[protocol]["evaluation"][section]
+    items = split_size(plan, dataset) or AUTHORS_TEST_ITEMS.get(dataset)
+    if isinstance(per_task.get("samples"), int):
+        items = min(items or per_task["samples"], per_task["samples"])
+    source = model_source(plan, job.model)
+    return evaluation_estimate(items, memory.model_config(source).model_type, section, per_task["max_new_tokens"],
+                               plan.config["evaluation"]["backend"], memory.parameter_count(source) / 1e9,
+                               config_card(plan.config), per_task.get("n_samples", 1) if section == "math" else 1)
+
+
+# how the evaluation request is sized, printed with the plan
+EVALUATION_MINUTES = (f"items x (image + text + answer tokens) / throughput on the card (plan/evaluation_cost.py); "
+                      f"limit {MARGIN:g} x (every image at its processor's largest, answers at max_new_tokens, "
+                      "HF generate) + start-up")
 
 
 def plan_table(plan: Plan, gpu_memory_gb: float | None = None, gpus_per_node: int = 8) -> tuple[list[dict], dict]:
@@ -81,23 +103,39 @@ def plan_table(plan: Plan, gpu_memory_gb: float | None = None, gpus_per_node: in
         if job.rule in ADAPT_RULES and "build" not in plan.models[job.model]:  # a built model: its fixed request
             d = job_decision(plan, job, gpu_memory_gb)
             known = job_settings(plan, job).rounds > 0  # n_samples "all": the sample count is not known yet
+            parts = {"adaptation": d.gpus * d.predicted["adaptation_min"] / 60,
+                     "startup": d.gpus * d.predicted["startup_min"] / 60} if known else {}
             rows.append({"rule": job.rule, "job": name, "gpus": d.gpus, "offload": d.offload,
                          "micro_batch": d.micro_batch, "gpu_peak_gb": d.gpu_peak_gb, "host_gb": d.host_gb,
-                         "minutes": round(d.gpu_hours * 60 / d.gpus) if known else None,
-                         "gpu_hours": d.gpu_hours if known else None})
-        else:
-            request = job_request(plan, job)
-            built = "build" in plan.models[job.model]  # the demo's tiny model: a fixed request, no cost model
-            rows.append({"rule": job.rule, "job": name, "gpus": request.gpus, "offload": False, "micro_batch": None,
-                         "gpu_peak_gb": None, "host_gb": request.mem_mb / 1000, "minutes": request.runtime,
-                         "gpu_hours": None if built else round(request.gpus * request.runtime / 60, 2)})
+                         "minutes": round(d.gpu_hours * 60 / d.gpus) if known else None, "limit": d.runtime_min,
+                         "gpu_hours": d.gpu_hours if known else None, "parts": parts, "unknown": not known})
+            continue
+        request = job_request(plan, job)
+        built = "build" in plan.models[job.model]  # the demo's tiny model: a fixed request, no cost model
+        minutes, parts = None, {}
+        if job.rule == "evaluate" and not built:
+            expected = evaluation_job_estimate(plan, job)["expected_min"]
+            if expected is not None:
+                minutes = round(expected + STARTUP_MIN)
+                parts = {"evaluation": expected / 60, "startup": STARTUP_MIN / 60}
+        rows.append({"rule": job.rule, "job": name, "gpus": request.gpus, "offload": False, "micro_batch": None,
+                     "gpu_peak_gb": None, "host_gb": request.mem_mb / 1000, "minutes": minutes if not built else None,
+                     "limit": request.runtime, "parts": parts, "unknown": job.rule == "evaluate" and not built and not parts,
+                     "gpu_hours": round(sum(parts.values()), 2) if parts else None})
     by_rule: dict[str, float] = {}
+    by_part = {"adaptation": 0.0, "evaluation": 0.0, "startup": 0.0}
     for row in rows:
         by_rule[row["rule"]] = by_rule.get(row["rule"], 0.0) + (row["gpu_hours"] or 0.0)
+        for part, hours in row.get("parts", {}).items():
+            by_part[part] += hours
     gpu_hours = sum(by_rule.values())
     longest = max([(r["minutes"] or 0) / 60 for r in rows if r["gpus"] and r["gpu_hours"] is not None] or [0.0])
+    card = config_card(plan.config)
+    unknown = sum(1 for r in rows if r.get("unknown"))
     return rows, {"jobs": len(rows), "gpu_hours": round(gpu_hours, 1),
                   "gpu_hours_by_rule": {k: round(v, 1) for k, v in by_rule.items() if v},
+                  "gpu_hours_by_part": {k: round(v, 1) for k, v in by_part.items()}, "unknown": unknown,
+                  "card": card, "margin": MARGIN, "startup_min": STARTUP_MIN,
                   "gpus_per_node": gpus_per_node, "node_hours": round(max(gpu_hours / gpus_per_node, longest), 1),
                   "factor": round(calibration().factor, 3), "prefill_factor": calibration().prefill}
 

@@ -1,0 +1,137 @@
+"""The plan replayed against the TTRV authors' own verl logs (issue 51): every shipped log with timing
+(src/ttrl_bench/results/data/author_runs.csv, author_steps.csv.gz) through the plan's cost model at the log's
+model, GPU count, prompts per round, rounds and card, beside what the log measured.
+
+- Adaptation: predicted = the cost model's compute minutes (plan/cost.py runtime_minutes, the authors' preset:
+  32 votes, 16 trained, 1,024 new tokens, a KL reference, micro-batch 2) scaled to the log's card, plus the
+  median start-up; measured = the log's start-up (results/author_timing.py, from the raw log in the authors'
+  repository where it is fetched, else the median) + its rounds' `timing_s/step` less its validation passes.
+  Limit: what the plan would ask (cost.py MARGIN x (compute + the slowest start-up)).
+- Evaluation: the authors' validation was host-bound, about 4 items/s per job whatever the model or GPU count:
+  predicted = items / the median pace (evaluation_cost.py AUTHORS_ITEMS_PER_S), per pass; limit = MARGIN x items /
+  the slowest pace. Both paces are fitted on these same logs (printed below): the evaluation rows check the
+  spread of a host-bound model, not a prediction out of sample. Our own evaluation is not host-bound at that
+  pace: it is costed by throughput (21 items/s HF generate, 36 vLLM, on an H100 for a 2B model).
+- Card: the log's rank-0 total memory (verl's `device memory used/total`): 47.4-47.5 GB -> A6000 48 GB,
+  79.1 -> A100 80 GB.
+
+    python benchmarks/plan_vs_logs.py [--repo /work/.mirror/Akshit21112002+TTRV/repo] [--out FILE.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from ttrl_bench.plan import memory
+from ttrl_bench.plan.cards import AUTHORS_CARD, CARDS, speed
+from ttrl_bench.plan.cost import MARGIN, STARTUP_MIN, STARTUP_SLOWEST_MIN, JobSettings, runtime_minutes
+from ttrl_bench.plan.evaluation_cost import AUTHORS_ITEMS_PER_S, AUTHORS_SLOWEST_ITEMS_PER_S, authors_log_minutes
+from ttrl_bench.results.author_timing import card_memory_gb, startup_seconds
+
+DATA = Path(__file__).resolve().parents[1] / "src" / "ttrl_bench" / "results" / "data"
+SOURCES = {"InternVL3-2B": "OpenGVLab/InternVL3-2B-hf", "InternVL2_5-4B": "OpenGVLab/InternVL2_5-4B",
+           "InternVL3-8B": "OpenGVLab/InternVL3-8B-hf", "Qwen2.5-VL-3B-Instruct": "Qwen/Qwen2.5-VL-3B-Instruct",
+           "Qwen2.5-VL-7B-Instruct": "Qwen/Qwen2.5-VL-7B-Instruct"}
+
+
+def raw_logs(repo: Path | None) -> dict[str, str]:
+    """File name -> text of the authors' logs in a fetched bare repository (empty without one)."""
+    if repo is None or not repo.exists():
+        return {}
+    names = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "HEAD", "--name-only"], capture_output=True,
+                           text=True, check=True).stdout.split()
+    return {n.rsplit("/", 1)[-1]: subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{n}"], capture_output=True,
+                                                 text=True, errors="replace").stdout
+            for n in names if n.startswith("verl/logs/") and n.endswith(".log")}
+
+
+def card_of(memory_gb: float | None) -> str:
+    return "a100_80" if memory_gb and memory_gb > 60 else AUTHORS_CARD
+
+
+def replay(runs: pd.DataFrame, steps: pd.DataFrame, logs: dict[str, str]) -> pd.DataFrame:
+    rows = []
+    for run in runs.itertuples():
+        own = steps[steps["file"] == run.file]
+        passes = own["timing_s/testing"].dropna()
+        text = logs.get(run.file, "")
+        startup = startup_seconds(text, run.file) if text else None
+        card = card_of(card_memory_gb(text) if text else None)
+        config = memory.model_config(SOURCES[run.model])
+        settings = JobSettings(rollouts=run.votes, trained=run.trained_rollouts, prompts_per_step=run.train_batch_size,
+                               new_tokens=1024, rounds=run.rounds, micro_batch=2,
+                               freeze_vision=config.model_type.startswith("internvl"), reference=True, vllm_share=0.65)
+        work = runtime_minutes(config, settings, 2, run.n_gpus)["compute_min"]
+        compute = work / speed(CARDS[card], AUTHORS_CARD)
+        measured = (own["timing_s/step"].sum() - passes.sum()) / 60 + (startup / 60 if startup else STARTUP_MIN)
+        evaluation = authors_log_minutes(run.n_test, len(passes))
+        rows.append({"log": run.file, "card": card, "gpus": run.n_gpus, "rounds": run.rounds,
+                     "adapt_pred": compute + STARTUP_MIN, "adapt_meas": measured,
+                     "adapt_limit": MARGIN * (work / speed(CARDS[card], AUTHORS_CARD, slowest=True) + STARTUP_SLOWEST_MIN),
+                     "startup_meas": startup / 60 if startup else None,
+                     "eval_pred": evaluation["expected_min"], "eval_meas": passes.sum() / 60,
+                     "eval_limit": MARGIN * evaluation["slowest_min"], "passes": len(passes),
+                     "items": run.n_test})
+    out = pd.DataFrame(rows)
+    for part in ("adapt", "eval"):
+        out[f"{part}_ratio"] = out[f"{part}_pred"] / out[f"{part}_meas"]
+        out[f"{part}_covered"] = out[f"{part}_limit"] >= out[f"{part}_meas"]
+    return out
+
+
+def summary(values: pd.Series) -> str:
+    q = statistics.quantiles(values, n=10)
+    return f"median {values.median():.3f}, p10 {q[0]:.3f}, p90 {q[-1]:.3f}, range {values.min():.2f}-{values.max():.2f}"
+
+
+def report(out: pd.DataFrame, fetched: bool, machine: str) -> str:
+    lines = [f"# The plan against the TTRV authors' {len(out)} logs with timing (benchmarks/plan_vs_logs.py)", "",
+             f"Machine: {machine} (the replay is arithmetic on the logs; no GPU). Raw logs "
+             f"{'read from the fetched authors repository (start-up and card per log)' if fetched else 'not fetched: start-up = the median, card = A6000'}.",
+             f"Margin {MARGIN:g}; start-up expected {STARTUP_MIN:.2f} min, slowest {STARTUP_SLOWEST_MIN:.2f} min; "
+             f"the authors' evaluation pace {AUTHORS_ITEMS_PER_S} items/s (median), slowest {AUTHORS_SLOWEST_ITEMS_PER_S}.", "",
+             "| log | card | GPUs | rounds | adapt pred min | adapt meas min | ratio | limit covers | eval pred min | eval meas min | ratio | limit covers |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in out.itertuples():
+        lines.append(f"| {r.log} | {r.card} | {r.gpus} | {r.rounds} | {r.adapt_pred:.1f} | {r.adapt_meas:.1f} | "
+                     f"{r.adapt_ratio:.2f} | {'yes' if r.adapt_covered else 'NO'} | {r.eval_pred:.1f} | {r.eval_meas:.1f} | "
+                     f"{r.eval_ratio:.2f} | {'yes' if r.eval_covered else 'NO'} |")
+    rates = out["items"] * out["passes"] / (out["eval_meas"] * 60)
+    startups = out["startup_meas"].dropna()
+    lines += ["", "Predicted / measured:",
+              f"- adaptation, start-up included: {summary(out['adapt_ratio'])} (target: median 0.9-1.1, p10-p90 0.75-1.35)",
+              f"- evaluation per log: {summary(out['eval_ratio'])} (target: median 0.8-1.25, p10-p90 0.67-1.5)",
+              f"- limits covering the measured time: adaptation {int(out['adapt_covered'].sum())}/{len(out)}, "
+              f"evaluation {int(out['eval_covered'].sum())}/{len(out)}",
+              f"- the authors' evaluation pace (items/s per job): median {rates.median():.2f}, slowest {rates.min():.2f}, "
+              f"fastest {rates.max():.2f} (fitted here, used in-sample)"]
+    if len(startups):
+        lines.append(f"- start-up (min): median {startups.median():.2f}, p90 {statistics.quantiles(startups, n=10)[-1]:.2f}, "
+                     f"slowest {startups.max():.2f} over {len(startups)} logs")
+    lines.append(f"- cards: {out['card'].value_counts().to_dict()}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", type=Path, default=Path("/work/.mirror/Akshit21112002+TTRV/repo"))
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--machine", default="a shared 2-core CPU machine")
+    args = parser.parse_args()
+    runs = pd.read_csv(DATA / "author_runs.csv")
+    steps = pd.read_csv(DATA / "author_steps.csv.gz")
+    logs = raw_logs(args.repo)
+    text = report(replay(runs, steps, logs), bool(logs), args.machine)
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
