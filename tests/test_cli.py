@@ -160,10 +160,36 @@ def test_the_demo_models_warm_start_is_the_same_under_any_thread_count(demo_data
     for threads in ("1", "2"):
         out = tmp_path / f"threads{threads}"
         result = _cli("build-demo-model", "--data", str(demo_data), str(scene_data), "--out", str(out), "--steps", "10",
-                      cwd=tmp_path, OMP_NUM_THREADS=threads)
+                      cwd=tmp_path, OMP_NUM_THREADS=threads, TTRL_BENCH_DEMO_CACHE="off")
         assert result.returncode == 0, result.stderr[-3000:]
         weights[threads] = (out / "model.safetensors").read_bytes()
     assert weights["1"] == weights["2"]
+
+
+def test_the_demo_model_is_built_once_per_recipe_and_reused_across_run_directories(demo_data, scene_data, tmp_path,
+                                                                                   monkeypatch):
+    """Issue 57: two run directories (`snakemake --directory runs/<name>`) of one recipe, one build: the second
+    copies the first's files from the shared cache, the same bytes; another recipe (3 warm-start steps, not 2)
+    builds again, a second cache entry."""
+    from ttrl_bench.cli import main
+    from ttrl_bench.models import tiny
+
+    builds, real = [], tiny.build_demo_model
+    monkeypatch.setattr(tiny, "build_demo_model", lambda out, *a, **k: builds.append(out) or real(out, *a, **k))
+    monkeypatch.setenv("TTRL_BENCH_DEMO_CACHE", str(tmp_path / "cache"))
+
+    def build(run: str, steps: int) -> Path:
+        out = tmp_path / run / "results/models/demo"
+        main(["build-demo-model", "--data", str(demo_data), str(scene_data), "--out", str(out), "--steps", str(steps)])
+        return out
+
+    first, second = build("runs/a", 2), build("runs/b", 2)
+    assert builds == [first]
+    assert sorted(p.name for p in second.iterdir()) == sorted(p.name for p in first.iterdir())
+    for name in ("model.safetensors", "tokenizer.json", "build_info.json"):
+        assert (second / name).read_bytes() == (first / name).read_bytes()
+    build("runs/c", 3)
+    assert len(builds) == 2 and len(list((tmp_path / "cache").iterdir())) == 2
 
 
 def test_a_listing_read_through_head_ends_quietly():

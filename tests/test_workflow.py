@@ -202,6 +202,26 @@ def test_rerun_has_nothing_to_do_and_report_builds(demo_run):
         assert item in report, item
 
 
+def test_the_guards_hint_for_an_overlay_runs_verbatim(tmp_path):
+    """Issue 57: an overlay run where the demo's results are refused with a hint; the hint, pasted as it is (its
+    `<name>` filled in, `-n` added), dry-runs: the default config is found beside the workflow, not in
+    runs/<name>/. The message states the --configfile trap (it takes every name after it)."""
+    work = _copy_workflow(tmp_path)
+    (work / "results").mkdir()
+    (work / "results/config_files.json").write_text('{"config_files": ["config/config.yaml"]}')
+    (work / "shapes.yaml").write_text("adaptation:\n  n_samples: 2\n")
+    refused = _snakemake(work, "--cores", "all", "--configfile", "shapes.yaml", "-n", check=False)
+    assert refused.returncode == 1
+    message = refused.stdout + refused.stderr
+    assert "targets go before --configfile, which takes every file name after it as a config file" in message
+    hint = re.search(r"Run it in a directory of its own: (snakemake [^(]+?) \(", message).group(1)
+    assert hint == "snakemake --directory runs/<name> --configfile shapes.yaml"
+    dry = subprocess.run(hint.replace("<name>", "shapes") + " -n", shell=True, cwd=work, env=_env(),
+                         capture_output=True, text=True)
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+    assert re.search(r"^adapt\s+5$", dry.stdout, re.M) and (work / "runs/shapes").is_dir()
+
+
 @pytest.mark.workflow
 def test_every_other_method_runs_end_to_end_on_the_cpu(demo_run, tmp_path):
     """config/cpu-methods.yaml (issue 17) after the demo, reusing its model: ECHO, MM-UPT,
