@@ -192,6 +192,20 @@ def test_the_demo_model_is_built_once_per_recipe_and_reused_across_run_directori
     assert len(builds) == 2 and len(list((tmp_path / "cache").iterdir())) == 2
 
 
+def test_targets_name_the_metrics_of_the_runs_that_match_every_filter(tmp_path):
+    """`ttrl-bench targets` on config/ttrv.yaml (3 models, 2 protocols in Table 1's block): TTRV on ImageNet-A
+    is one metrics.json per model and protocol the config runs it under; adding --model keeps that model's two.
+    No match names what the config runs."""
+    repo = Path(__file__).resolve().parents[1]
+    out = _cli("targets", "config/ttrv.yaml", "--method", "ttrv", "--dataset", "imagenet-a", "--model", "internvl3-2b",
+               cwd=repo).stdout.split()
+    assert out == [f"results/eval/internvl3-2b/ttrv/imagenet-a/imagenet-a/{p}/seed0/metrics.json"
+                   for p in ("n20_random", "n20_random_authors")]
+    missing = _cli("targets", "config/config.yaml", "--method", "tttv", cwd=repo)
+    assert missing.returncode == 1 and "no job of config/config.yaml matches --method tttv" in missing.stderr
+    assert "methods dare, random-reward, ttrl-majority, ttrv," in missing.stderr
+
+
 def test_a_listing_read_through_head_ends_quietly():
     """`ttrl-bench plan config/ttrv.yaml | head -1`: the reader closes the pipe after one line; the command exits 0
     without a Broken pipe error, and prints no rerun line (a person reads it, no job log keeps it)."""

@@ -222,6 +222,22 @@ def test_the_guards_hint_for_an_overlay_runs_verbatim(tmp_path):
     assert re.search(r"^adapt\s+5$", dry.stdout, re.M) and (work / "runs/shapes").is_dir()
 
 
+def test_one_methods_jobs_run_by_the_documented_command(tmp_path):
+    """Issue 57: docs/running-a-paper.md's "One method's jobs" command, as written (`-n` added): the demo's TTRV
+    alone is its data (both demo sets: the model is warm-started on both), the model, one adaptation and one
+    evaluation, and no other method's job or aggregation."""
+    from test_paper_configs import _job_counts  # it imports this module
+
+    guide = (REPO / "docs/running-a-paper.md").read_text().split("## One method's jobs", 1)[1]
+    command = re.search(r"```sh\n(.*?)\n```", guide, re.S).group(1)
+    assert command == "snakemake --cores all $(ttrl-bench targets config/config.yaml --method ttrv)"
+    work = _copy_workflow(tmp_path)
+    dry = subprocess.run(command + " -n", shell=True, cwd=work, env=_env(), capture_output=True, text=True)
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+    assert _job_counts(dry.stdout) == {"prepare_data": 2, "build_demo_model": 1, "adapt": 1, "evaluate": 1}
+    assert "results/adapt/demo/ttrv/demo-digits/n20_random/seed0" in dry.stdout and "/dare/" not in dry.stdout
+
+
 @pytest.mark.workflow
 def test_every_other_method_runs_end_to_end_on_the_cpu(demo_run, tmp_path):
     """config/cpu-methods.yaml (issue 17) after the demo, reusing its model: ECHO, MM-UPT,
