@@ -255,6 +255,8 @@ DOCUMENTED_COMMANDS = {
         "tests/test_slurm.py::test_an_8b_job_asks_slurm_for_its_gpus",
     "snakemake --workflow-profile profiles/slurm --configfile config/ttrv.yaml --replace-workflow-config":
         "tests/test_slurm.py::test_demo_runs_through_the_slurm_profile",
+    "snakemake --cores all $(ttrl-bench targets config/config.yaml --method ttrv)":
+        "tests/test_workflow.py::test_one_methods_jobs_run_by_the_documented_command",
     "ttrl-bench check-sandbox": "tests/test_sandbox.py::test_the_check_sandbox_command_prints_each_probe",
     "snakemake --cores all --configfile extending.yaml -n":
         "tests/test_extending.py::test_the_extending_guide_adds_a_method_and_a_local_dataset_that_dry_run_with_the_demo",
