@@ -23,7 +23,8 @@ from ttrl_bench.runs.launch import machine_has_gpu
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# beside this workflow, not in the working directory: `snakemake --directory runs/<name>` reads it too
+configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 # The planning is the library's (src/ttrl_bench/plan): the job grid, each job's settings and

@@ -135,18 +135,19 @@ def test_completion_entropies_of_a_uniform_policy_are_log_v(family, tiny_model_d
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_completion_entropies_score_each_completion_token_by_its_own_prefix(family, tiny_model_dirs, demo_data):
-    """Against a plain forward of prompt + one completion, computed by hand: same entropies whatever
-    the micro-batch and the padding of the other completions."""
+    """Against a plain forward of prompt + one completion, computed by hand: same entropies, and the same
+    log-probability of each sampled token (`needs_logprobs` rewards), whatever the micro-batch and the
+    padding of the other completions."""
     import torch
     from PIL import Image
-    from ttrl_bench.adaptation.uncertainty import completion_entropies
+    from ttrl_bench.adaptation.uncertainty import completion_entropies, completion_token_statistics
     from ttrl_bench.generation.hf import chat_prompt
 
     model, processor = load_model(str(tiny_model_dirs[family]))
     sample = load_manifest(demo_data, "test").iloc[0]
     image = Image.open(demo_data / sample["image"]).convert("RGB")
     completions = [[20, 21, 22, 23], [30, 31]]
-    expected = []
+    expected, expected_logprobs, expected_tokens = [], [], []
     for ids in completions:
         inputs = processor(text=[chat_prompt(processor, sample["prompt"])], images=[image], return_tensors="pt")
         p = inputs["input_ids"].shape[1]
@@ -157,9 +158,16 @@ def test_completion_entropies_score_each_completion_token_by_its_own_prefix(fami
         with torch.no_grad():
             logp = model(input_ids=full, **inputs).logits[0, p - 1 : p - 1 + len(ids)].float().log_softmax(-1)
         expected.append(float(-(logp.exp() * logp).sum(-1).mean()))
+        expected_tokens.append((-(logp.exp() * logp).sum(-1)).tolist())
+        expected_logprobs.append([float(logp[t, token]) for t, token in enumerate(ids)])
     for micro_batch in (1, 2):
         got = completion_entropies(model, processor, sample["prompt"], image, completions, micro_batch=micro_batch)
         assert got == pytest.approx(expected, rel=1e-4)
+        logprobs, entropies = completion_token_statistics(model, processor, sample["prompt"], image,
+                                                          completions + [[]], micro_batch=micro_batch)
+        assert [len(x) for x in logprobs] == [4, 2, 0] and entropies[2] == []
+        for got_lp, want_lp, got_h, want_h in zip(logprobs, expected_logprobs, entropies, expected_tokens):
+            assert got_lp == pytest.approx(want_lp, rel=1e-4, abs=1e-5) and got_h == pytest.approx(want_h, rel=1e-4)
 
 
 ONE_ROUND = {"num_generations": 4, "max_completion_length": 24, "epochs": 1, "learning_rate": 1e-3, "kl_beta": 0.0}

@@ -378,6 +378,36 @@ def test_dares_uncertainties_run_the_policy_on_the_prompts_question_image_and_sy
                       {"system": "Answer briefly.", "micro_batch": 3})]
 
 
+def test_a_reward_that_needs_logprobs_gets_every_votes_token_statistics_and_the_image(monkeypatch):
+    """A `needs_logprobs` reward (docs/extending.md's hooks): the image column reaches the bridge's scoring (TRL's
+    columns keep it), the forward runs on the row's question, image and system with the group's completion ids,
+    and the reward is called with its token_logprobs and token_entropies as the forward returned them."""
+    from ttrl_bench.rewards.registry import Reward
+
+    calls, seen = [], []
+
+    def completion_token_statistics(*args, **kwargs):
+        calls.append((args, kwargs))
+        return [[-0.5, -1.0], [0.0]], [[0.2, 0.3], [0.0]]
+
+    def fn(answers, token_logprobs, token_entropies):
+        seen.append((answers, token_logprobs, token_entropies))
+        return [1.0, 0.0]
+
+    monkeypatch.setattr(reward_bridge, "completion_token_statistics", completion_token_statistics)
+    monkeypatch.setattr(reward_bridge, "get_reward", lambda name, **params: Reward(fn, needs_logprobs=True))
+    bridge = GroupReward("sees_the_model", {}, num_generations=2, micro_batch=3)
+    model, processor, image = object(), object(), object()
+    bridge.policy = (model, processor)
+    rewards = bridge(["p", "p"], ["A", "B"], completion_ids=[[1, 2], [3]], id=["s1", "s1"], answer=["A", "A"],
+                     question=["What is shown?"] * 2, image=[image, image], system=["Answer briefly."] * 2,
+                     options=[["one", "two"]] * 2)
+    assert rewards == [1.0, 0.0]
+    assert calls == [((model, processor, "What is shown?", image, [[1, 2], [3]]),
+                      {"system": "Answer briefly.", "micro_batch": 3})]
+    assert seen == [(["A", "B"], [[-0.5, -1.0], [0.0]], [[0.2, 0.3], [0.0]])]
+
+
 # --- grpo.py ---------------------------------------------------------------------------------------------------
 
 def test_starting_over_resets_the_trainer_as_a_new_one_would_be(tmp_path):

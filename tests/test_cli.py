@@ -177,10 +177,50 @@ def test_the_demo_models_warm_start_is_the_same_under_any_thread_count(demo_data
     for threads in ("1", "2"):
         out = tmp_path / f"threads{threads}"
         result = _cli("build-demo-model", "--data", str(demo_data), str(scene_data), "--out", str(out), "--steps", "10",
-                      cwd=tmp_path, OMP_NUM_THREADS=threads)
+                      cwd=tmp_path, OMP_NUM_THREADS=threads, TTRL_BENCH_DEMO_CACHE="off")
         assert result.returncode == 0, result.stderr[-3000:]
         weights[threads] = (out / "model.safetensors").read_bytes()
     assert weights["1"] == weights["2"]
+
+
+def test_the_demo_model_is_built_once_per_recipe_and_reused_across_run_directories(demo_data, scene_data, tmp_path,
+                                                                                   monkeypatch):
+    """Issue 57: two run directories (`snakemake --directory runs/<name>`) of one recipe, one build: the second
+    copies the first's files from the shared cache, the same bytes; another recipe (3 warm-start steps, not 2)
+    builds again, a second cache entry."""
+    from ttrl_bench.cli import main
+    from ttrl_bench.models import tiny
+
+    builds, real = [], tiny.build_demo_model
+    monkeypatch.setattr(tiny, "build_demo_model", lambda out, *a, **k: builds.append(out) or real(out, *a, **k))
+    monkeypatch.setenv("TTRL_BENCH_DEMO_CACHE", str(tmp_path / "cache"))
+
+    def build(run: str, steps: int) -> Path:
+        out = tmp_path / run / "results/models/demo"
+        main(["build-demo-model", "--data", str(demo_data), str(scene_data), "--out", str(out), "--steps", str(steps)])
+        return out
+
+    first, second = build("runs/a", 2), build("runs/b", 2)
+    assert builds == [first]
+    assert sorted(p.name for p in second.iterdir()) == sorted(p.name for p in first.iterdir())
+    for name in ("model.safetensors", "tokenizer.json", "build_info.json"):
+        assert (second / name).read_bytes() == (first / name).read_bytes()
+    build("runs/c", 3)
+    assert len(builds) == 2 and len(list((tmp_path / "cache").iterdir())) == 2
+
+
+def test_targets_name_the_metrics_of_the_runs_that_match_every_filter(tmp_path):
+    """`ttrl-bench targets` on config/ttrv.yaml (3 models, 2 protocols in Table 1's block): TTRV on ImageNet-A
+    is one metrics.json per model and protocol the config runs it under; adding --model keeps that model's two.
+    No match names what the config runs."""
+    repo = Path(__file__).resolve().parents[1]
+    out = _cli("targets", "config/ttrv.yaml", "--method", "ttrv", "--dataset", "imagenet-a", "--model", "internvl3-2b",
+               cwd=repo).stdout.split()
+    assert out == [f"results/eval/internvl3-2b/ttrv/imagenet-a/imagenet-a/{p}/seed0/metrics.json"
+                   for p in ("n20_random", "n20_random_authors")]
+    missing = _cli("targets", "config/config.yaml", "--method", "tttv", cwd=repo)
+    assert missing.returncode == 1 and "no job of config/config.yaml matches --method tttv" in missing.stderr
+    assert "methods dare, random-reward, ttrl-majority, ttrv," in missing.stderr
 
 
 def test_a_listing_read_through_head_ends_quietly():
@@ -232,6 +272,8 @@ DOCUMENTED_COMMANDS = {
         "tests/test_slurm.py::test_an_8b_job_asks_slurm_for_its_gpus",
     "snakemake --workflow-profile profiles/slurm --configfile config/ttrv.yaml --replace-workflow-config":
         "tests/test_slurm.py::test_demo_runs_through_the_slurm_profile",
+    "snakemake --cores all $(ttrl-bench targets config/config.yaml --method ttrv)":
+        "tests/test_workflow.py::test_one_methods_jobs_run_by_the_documented_command",
     "ttrl-bench check-sandbox": "tests/test_sandbox.py::test_the_check_sandbox_command_prints_each_probe",
     "snakemake --cores all --configfile extending.yaml -n":
         "tests/test_extending.py::test_the_extending_guide_adds_a_method_and_a_local_dataset_that_dry_run_with_the_demo",

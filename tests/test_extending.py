@@ -4,6 +4,7 @@ what a user does; if it goes stale, this fails."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -43,8 +44,8 @@ def test_the_extending_guide_adds_a_method_and_a_local_dataset_that_dry_run_with
     6 evaluations (the zero-shot of each dataset too), every name and parameter checked first."""
     work = _copy_workflow(tmp_path)
     touched = _follow_the_guide(work)
-    assert touched == ["src/ttrl_bench/rewards/voting.py", "src/ttrl_bench/rewards/registry.py",
-                       "src/ttrl_bench/adaptation/presets.py", "src/ttrl_bench/datasets/registry.py"]
+    assert touched == ["src/ttrl_bench/rewards/voting.py", "src/ttrl_bench/rewards/registry.py"] * 2 + [
+        "src/ttrl_bench/adaptation/presets.py", "src/ttrl_bench/datasets/registry.py"]
     env = {**_env(), "PYTHONPATH": str(work / "src")}  # the copy's package, not the checkout's
     rewards = subprocess.run(
         [sys.executable, "-c", "from ttrl_bench.rewards.registry import get_reward\n"
@@ -52,6 +53,20 @@ def test_the_extending_guide_adds_a_method_and_a_local_dataset_that_dry_run_with
          "print(r(['A', 'A', 'B', None]), r(['A', 'A', 'A', 'B']))"],
         cwd=work, env=env, capture_output=True, text=True, check=True)
     assert rewards.stdout.strip() == "[0.0, 0.0, 0.0, 0.0] [1.0, 1.0, 1.0, 0.0]"
+    # TTRV + 0.1 x mean token probability: a unanimous group (p = 1, H = 0: TTRV gives 1 each) whose completions'
+    # tokens have probabilities (0.5, 0.25), none, (1): 1 + 0.1 x 0.375, 1 + 0, 1 + 0.1 x 1; and A A B: TTRV's
+    # 2/3 - 0.75 H and 1/3 - 0.75 H, H = ln 3 - (2/3) ln 2 = 0.636514, plus 0.1 x 0.5
+    bonus = subprocess.run(
+        [sys.executable, "-c", "import math\nfrom ttrl_bench.rewards.registry import get_reward\n"
+         "r = get_reward('ttrv_confidence')\n"
+         "lp = [[math.log(0.5), math.log(0.25)], [], [0.0]]\n"
+         "print([round(x, 6) for x in r(['A', 'A', 'A'], token_logprobs=lp, token_entropies=[[0.1] * 2, [], [0.0]])])\n"
+         "print([round(x, 6) for x in r(['A', 'A', 'B'], token_logprobs=[[math.log(0.5)]] * 3, token_entropies=None)])\n"
+         "print(r.needs_logprobs, r.needs_uncertainty)"],
+        cwd=work, env=env, capture_output=True, text=True, check=True)
+    h = math.log(3) - 2 / 3 * math.log(2)
+    expected = [[1.0375, 1.0, 1.1], [round(2 / 3 - 0.75 * h + 0.05, 6)] * 2 + [round(1 / 3 - 0.75 * h + 0.05, 6)]]
+    assert bonus.stdout.split("\n")[:3] == [str(expected[0]), str(expected[1]), "True False"]
     shown = subprocess.run([sys.executable, "-m", "ttrl_bench.cli", "methods", "show", "confident-majority"],
                            cwd=work, env=env, capture_output=True, text=True, check=True).stdout
     assert "reward: confident_majority" in shown and 'reward accepts: ["threshold", "unparsable"]' in shown

@@ -21,6 +21,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 # --- results_tree.py: one results tree per config ----------------------------------------------------------------
 
+# the guard's last words: Snakemake's --configfile swallows targets written after it (issue 57)
+TRAP = "; targets go before --configfile, which takes every file name after it as a config file)"
+
 
 def test_config_files_are_named_relative_to_the_working_directory_unless_outside_it(tmp_path, monkeypatch):
     """From tmp/work: `sub/../a.yaml` is a.yaml; ../other.yaml lies outside the working directory, so it is kept
@@ -48,7 +51,7 @@ def test_a_results_tree_claimed_by_another_config_names_both_and_the_command(tmp
     assert str(err.value).startswith(
         "runs/a/results/ holds the results of config config/config.yaml + extra.yaml (runs/a/results/config_files.json);"
         " a run of no config file here would replace its store, tables and figures.")
-    assert str(err.value).endswith(" --replace-workflow-config (or move runs/a/results/ away)")
+    assert str(err.value).endswith(" --replace-workflow-config (or move runs/a/results/ away" + TRAP)
 
     (tmp_path / "results").mkdir()  # an existing directory without a claim: claimed
     claim_results_tree("results", ["config/ttrv.yaml"])
@@ -57,7 +60,7 @@ def test_a_results_tree_claimed_by_another_config_names_both_and_the_command(tmp
     assert str(err.value) == (
         "results/ holds the results of config config/ttrv.yaml (results/config_files.json); a run of "
         "config/config.yaml + extra.yaml here would replace its store, tables and figures. Run it in a directory of "
-        "its own: snakemake --directory runs/<name> --configfile extra.yaml (or move results/ away)")
+        "its own: snakemake --directory runs/<name> --configfile extra.yaml (or move results/ away" + TRAP)
 
 
 # --- cells.py: one published cell, one config --------------------------------------------------------------------

@@ -202,6 +202,42 @@ def test_rerun_has_nothing_to_do_and_report_builds(demo_run):
         assert item in report, item
 
 
+def test_the_guards_hint_for_an_overlay_runs_verbatim(tmp_path):
+    """Issue 57: an overlay run where the demo's results are refused with a hint; the hint, pasted as it is (its
+    `<name>` filled in, `-n` added), dry-runs: the default config is found beside the workflow, not in
+    runs/<name>/. The message states the --configfile trap (it takes every name after it)."""
+    work = _copy_workflow(tmp_path)
+    (work / "results").mkdir()
+    (work / "results/config_files.json").write_text('{"config_files": ["config/config.yaml"]}')
+    (work / "shapes.yaml").write_text("adaptation:\n  n_samples: 2\n")
+    refused = _snakemake(work, "--cores", "all", "--configfile", "shapes.yaml", "-n", check=False)
+    assert refused.returncode == 1
+    message = refused.stdout + refused.stderr
+    assert "targets go before --configfile, which takes every file name after it as a config file" in message
+    hint = re.search(r"Run it in a directory of its own: (snakemake [^(]+?) \(", message).group(1)
+    assert hint == "snakemake --directory runs/<name> --configfile shapes.yaml"
+    dry = subprocess.run(hint.replace("<name>", "shapes") + " -n", shell=True, cwd=work, env=_env(),
+                         capture_output=True, text=True)
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+    assert re.search(r"^adapt\s+5$", dry.stdout, re.M) and (work / "runs/shapes").is_dir()
+
+
+def test_one_methods_jobs_run_by_the_documented_command(tmp_path):
+    """Issue 57: docs/running-a-paper.md's "One method's jobs" command, as written (`-n` added): the demo's TTRV
+    alone is its data (both demo sets: the model is warm-started on both), the model, one adaptation and one
+    evaluation, and no other method's job or aggregation."""
+    from test_paper_configs import _job_counts  # it imports this module
+
+    guide = (REPO / "docs/running-a-paper.md").read_text().split("## One method's jobs", 1)[1]
+    command = re.search(r"```sh\n(.*?)\n```", guide, re.S).group(1)
+    assert command == "snakemake --cores all $(ttrl-bench targets config/config.yaml --method ttrv)"
+    work = _copy_workflow(tmp_path)
+    dry = subprocess.run(command + " -n", shell=True, cwd=work, env=_env(), capture_output=True, text=True)
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+    assert _job_counts(dry.stdout) == {"prepare_data": 2, "build_demo_model": 1, "adapt": 1, "evaluate": 1}
+    assert "results/adapt/demo/ttrv/demo-digits/n20_random/seed0" in dry.stdout and "/dare/" not in dry.stdout
+
+
 @pytest.mark.workflow
 def test_every_other_method_runs_end_to_end_on_the_cpu(demo_run, tmp_path):
     """config/cpu-methods.yaml (issue 17) after the demo, reusing its model: ECHO, MM-UPT,

@@ -14,7 +14,7 @@ from ..evaluation.tasks import TASKS
 from ..rewards.registry import get_reward
 from ..rewards.voting import answer_entropy, majority_answer
 from ..runs.processes import process_state
-from .uncertainty import completion_entropies, normalise_uncertainty
+from .uncertainty import completion_entropies, completion_token_statistics, normalise_uncertainty
 
 
 class SplitGroupError(RuntimeError):
@@ -69,6 +69,7 @@ class GroupReward:
         self.needs_uncertainty = getattr(self.reward, "needs_uncertainty", False)
         self.needs_texts = getattr(self.reward, "needs_texts", False)  # T3RL verifies the rollouts' text
         self.needs_gold = getattr(self.reward, "needs_gold", False)  # the supervised baseline (ECHO Table 12)
+        self.needs_logprobs = getattr(self.reward, "needs_logprobs", False)  # the sampled tokens' log-probs
         self.verifications: list[dict] = []
         self.task = task or TASKS["recognition"]
         self.policy = None  # (model, processor), set by `adapt` for rewards that need uncertainty
@@ -84,6 +85,13 @@ class GroupReward:
                                          system=row.get("system"), micro_batch=self.micro_batch)
         return normalise_uncertainty(entropies, model.config.get_text_config().vocab_size, self.uncertainty_norm)
 
+    def _token_statistics(self, row: dict, ids: list[list[int]]) -> dict:
+        """The policy's view of each vote, for a reward that declares `needs_logprobs`."""
+        model, processor = self.policy
+        logprobs, entropies = completion_token_statistics(model, processor, row["question"], row["image"], ids,
+                                                          system=row.get("system"), micro_batch=self.micro_batch)
+        return {"token_logprobs": logprobs, "token_entropies": entropies}
+
     def __call__(self, prompts, completions, completion_ids=None, trainer_state=None, extra_votes=None,
                  extra_vote_ids=None, **columns) -> list[float]:
         """Rewards of this process's completions. Under several processes a group may be split across
@@ -91,7 +99,7 @@ class GroupReward:
         whole generation batch, gathered in process order as TRL lays it out, and keeps its slice
         (DARE's forward then runs on every process for every group: redundant, and what FSDP's
         collectives need). Images travel only where the reward's forward needs them."""
-        skip = {"log_extra", "log_metric"} | (set() if self.needs_uncertainty else {"image"})
+        skip = {"log_extra", "log_metric"} | (set() if self.needs_uncertainty or self.needs_logprobs else {"image"})
         keys = [k for k in columns if k not in skip]
         local = len(completions)
         texts, ids, votes, vote_id_lists, columns = gathered(
@@ -117,10 +125,12 @@ class GroupReward:
             ids = ids + [t for i in group for t in extra_vote_ids[i]] if extra_vote_ids else ids
             parsed = [self.task.parse(t, row) for t in votes]
             extra = {"uncertainties": self._uncertainties(row, ids)} if self.needs_uncertainty else {}
+            if self.needs_logprobs:
+                extra |= self._token_statistics(row, ids)
             if self.needs_texts:
-                extra = {"texts": votes, "options": row.get("options")}
+                extra |= {"texts": votes, "options": row.get("options")}
             if self.needs_gold:
-                extra = {"gold": self.task.gold(row), "score": self.task.score}
+                extra |= {"gold": self.task.gold(row), "score": self.task.score}
             format_rewards = self.task.format_rewards(votes[:n], **self.reward.format_params)
             group_rewards = [r + f for r, f in zip(self.reward(parsed, **extra)[:n], format_rewards)]
             # TRL centres rewards on their float32 group mean, and 16 equal float32 values do not

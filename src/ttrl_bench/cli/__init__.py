@@ -23,7 +23,8 @@ GROUPS = (registry, preparation, adaptation, evaluation, results, planning, diag
 # The order `ttrl-bench --help` lists the subcommands in (and argparse's "choose from"): the
 # registries, then the pipeline's steps, planning and the diagnostics before the last step's figures
 COMMANDS = ("datasets", "methods", "fetch", "prepare-data", "build-demo-model", "convert-model", "adapt", "evaluate",
-            "adapt-per-sample", "ingest", "import-author-logs", "render-tables", "plan", "cell", "audit-reward",
+            "adapt-per-sample", "ingest", "import-author-logs", "render-tables", "plan", "cell", "targets",
+            "audit-reward",
             "check-sandbox", "prompt", "rescore", "plot-figures")
 
 

@@ -1,5 +1,5 @@
-"""Planning: `plan` (every job's GPUs, memory and hours) and `cell` (one published cell's jobs,
-cut from its paper's config)."""
+"""Planning: `plan` (every job's GPUs, memory and hours), `cell` (one published cell's jobs,
+cut from its paper's config) and `targets` (the Snakemake targets of one method's, dataset's or model's jobs)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,29 @@ def cmd_plan(args) -> None:
     from ..plan import Plan, load_config
 
     _print_plan(Plan(load_config(*args.config)), args.gpu_memory_gb, args.gpus_per_node)
+
+
+def cmd_targets(args) -> None:
+    """The evaluation outputs (metrics.json) of the config's runs that match every filter given: Snakemake builds
+    each one's adaptation and data on the way (docs/running-a-paper.md "One method's jobs")."""
+    from ..plan import Plan, load_config
+
+    plan = Plan(load_config(*args.config))
+    wanted = {"model": args.model, "method": args.method, "dataset": args.dataset, "seed": args.seed}
+
+    def fields(run) -> dict:
+        return {"model": [run.model], "method": [run.method], "dataset": [run.train, run.target],
+                "seed": [str(run.seed)]}
+
+    runs = [r for r in plan.runs if all(v is None or v in fields(r)[k] for k, v in wanted.items())]
+    if not runs:
+        given = ", ".join(f"--{k} {v}" for k, v in wanted.items() if v is not None)
+        known = {"model": {r.model for r in plan.runs}, "method": {r.method for r in plan.runs},
+                 "dataset": {r.target for r in plan.runs}}
+        raise ValueError(f"no job of {' + '.join(args.config)} matches {given}; the config runs "
+                         + "; ".join(f"{k}s {', '.join(sorted(v))}" for k, v in known.items()))
+    for r in runs:
+        print(f"{plan.results}/eval/{r.model}/{r.method}/{r.train}/{r.target}/{r.protocol}/seed{r.seed}/metrics.json")
 
 
 def _print_plan(plan, gpu_memory_gb, gpus_per_node) -> None:
@@ -128,4 +151,14 @@ def _add_cell(sub) -> None:
     p.set_defaults(func=cmd_cell, rerun=False)
 
 
-PARSERS = {"plan": _add_plan, "cell": _add_cell}
+def _add_targets(sub) -> None:
+    p = sub.add_parser("targets", help="the Snakemake targets of one method's, dataset's or model's jobs of a config")
+    p.add_argument("config", nargs="+", help="config YAML file(s), merged in order (an overlay: config/config.yaml first)")
+    p.add_argument("--method", default=None, help="only this method's runs (zero-shot: the unadapted model's)")
+    p.add_argument("--dataset", default=None, help="only runs that adapt on or evaluate this dataset")
+    p.add_argument("--model", default=None, help="only this model's runs (the config's name)")
+    p.add_argument("--seed", default=None, help="only this seed's runs")
+    p.set_defaults(func=cmd_targets, rerun=False)  # read by a person or a shell, not a job log
+
+
+PARSERS = {"plan": _add_plan, "cell": _add_cell, "targets": _add_targets}

@@ -31,18 +31,21 @@ def cmd_build_demo_model(args) -> None:
     from PIL import Image
 
     from ..datasets.prepare import load_manifest
-    from ..models.tiny import build_demo_model
+    from ..models import tiny
+    from ..models.demo_cache import CACHE_ENV, build_once, recipe_key
 
     rows = [
         {**row, "data_dir": Path(data_dir)}
         for data_dir in args.data
         for row in load_manifest(Path(data_dir), "train").to_dict("records")
     ]
-    info = build_demo_model(
-        Path(args.out), rows, lambda r: Image.open(r["data_dir"] / r["image"]).convert("RGB"), args.steps, seed=args.seed,
-        family=args.family,
-    )
-    log.info("built demo model: %s", info)
+    key = recipe_key(rows, lambda r: r["data_dir"] / r["image"], args.steps, args.seed, args.family)
+    reused = build_once(Path(args.out), key, lambda out: log.info("built demo model: %s", tiny.build_demo_model(
+        out, rows, lambda r: Image.open(r["data_dir"] / r["image"]).convert("RGB"), args.steps, seed=args.seed,
+        family=args.family)))
+    if reused is not None:
+        log.info("demo model of recipe %s reused from %s (built once per recipe; %s=off builds it anew)", key, reused,
+                 CACHE_ENV)
 
 
 def cmd_convert_model(args) -> None:

@@ -37,7 +37,8 @@ def check_results_tree(results: str | Path, files: list[str]) -> None:
             f"{results}/ holds the results of config {' + '.join(owner)} ({record}); a run of "
             f"{' + '.join(files) or 'no config file'} here would replace its store, tables and figures. Run it in a "
             f"directory of its own: snakemake --directory runs/<name> {' '.join('--configfile ' + f for f in files if f != DEFAULT_CONFIG)}"
-            f"{'' if DEFAULT_CONFIG in files else ' --replace-workflow-config'} (or move {results}/ away)"
+            f"{'' if DEFAULT_CONFIG in files else ' --replace-workflow-config'} (or move {results}/ away; targets go "
+            f"before --configfile, which takes every file name after it as a config file)"
         )
 
 

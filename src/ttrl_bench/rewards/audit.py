@@ -8,6 +8,8 @@ the advantages can change, and only when rewards are scaled by the batch std
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -79,6 +81,13 @@ def sample_uncertainties(groups: list[list], seed: int) -> list[list[float]]:
     return [rng.beta(2, 5, size=len(g)).tolist() for g in groups]
 
 
+def sample_token_statistics(uncertainties: list[float]) -> dict:
+    """The policy's view for rewards that need token log-probs (`needs_logprobs`), made from the sampled
+    uncertainties u: each completion 4 tokens, each sampled with probability 1 - u at entropy u nats."""
+    return {"token_logprobs": [[math.log(1.0 - x)] * 4 for x in uncertainties],
+            "token_entropies": [[x] * 4 for x in uncertainties]}
+
+
 def _score(groups: list[list], rewards: dict[str, dict], seed: int) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
     """Each named reward on every group: the flat rewards, and the mean over groups of each
     convention count the reward keeps (`Reward.last_stats`)."""
@@ -91,7 +100,9 @@ def _score(groups: list[list], rewards: dict[str, dict], seed: int) -> tuple[dic
         reward = get_reward(spec["reward"], **params)
         values, stats = [], []
         for g, u in zip(groups, uncertainties):
-            values.extend(reward(g, uncertainties=u) if reward.needs_uncertainty else reward(g))
+            extra = {"uncertainties": u} if reward.needs_uncertainty else {}
+            extra |= sample_token_statistics(u) if getattr(reward, "needs_logprobs", False) else {}
+            values.extend(reward(g, **extra))
             stats.append(reward.last_stats)
         flat[name] = np.array(values, dtype=float)
         conventions[name] = pd.DataFrame(stats).mean().to_dict() if stats and stats[0] else {}

@@ -26,14 +26,18 @@ class Reward:
 
     def __init__(self, fn: GroupRewardFn, counts: Callable[[Sequence], dict] | None = None,
                  alternatives: dict[str, GroupRewardFn] | None = None, needs_uncertainty: bool = False,
-                 format_params: dict | None = None, needs_gold: bool = False, unparsable: str = "answer"):
+                 format_params: dict | None = None, needs_gold: bool = False, unparsable: str = "answer",
+                 needs_logprobs: bool = False):
         self.fn = fn
         # may an unparsable answer be the group's pseudo-label (voting.py's conventions; the train log's)
         self.unparsable = unparsable
         self.needs_gold = needs_gold  # called with gold= and score= (the task's): a supervised reward
         self.counts = counts
         self.alternatives = alternatives or {}  # param name -> the same reward with its other value
-        self.needs_uncertainty = needs_uncertainty
+        self.needs_uncertainty = needs_uncertainty  # called with uncertainties=: DARE's normalised entropy
+        # called with token_logprobs= and token_entropies=: per completion, per sampled token, nats (the hooks'
+        # table: docs/extending.md)
+        self.needs_logprobs = needs_logprobs
         self.format_params = format_params or {}  # for the task's format rewards (VR-TTRL non-repeat)
         self.last_stats: dict[str, float] = {}
 
