@@ -260,7 +260,7 @@ def test_test_time_adaptation_hands_every_setting_of_a_full_block_to_its_parts(m
           "trained_votes": "verl", "token_confidence": "sampled", "lr_schedule_per": "round",
           "lora": {"rank": 8, "alpha": 16}, "rollout_backend": "vllm"}
     method = {"reward": "majority_vote", "reward_params": {"unparsable": "no_reward"}, "update": {"rule": "echo"},
-              "vllm": {"gpu_memory_utilization": 0.3}}
+              "vllm": {"gpu_memory_utilization": 0.3}, "image_size_bound": {"longest_edge": 784}}
     task = TASKS["math"]
     with caplog.at_level(logging.INFO, logger="ttrl_bench.adaptation.grpo"):
         adaptation, seen, model = _build(monkeypatch, hp, method, task)
@@ -282,8 +282,9 @@ def test_test_time_adaptation_hands_every_setting_of_a_full_block_to_its_parts(m
         10.0, True, "verl", "sampled")
     assert t["peft_config"] == ("lora", {"rank": 8, "alpha": 16})
     assert adaptation.reward.policy == (model, adaptation.processor)
-    assert seen.collapsed == [("the engine", 151655, [151652, 151653])]
-    assert seen.probed == [("the engine", adaptation.processor, "root/a.png", [151655])]
+    # the image bound the job gave the processor reaches vLLM's requests (models/families.py image_size_bound)
+    assert seen.collapsed == [("the engine", 151655, [151652, 151653], {"longest_edge": 784})]
+    assert seen.probed == [("the engine", adaptation.processor, "root/a.png", [151655], {"longest_edge": 784})]
 
 
 def test_test_time_adaptation_of_a_bare_block_takes_every_default(monkeypatch, caplog):

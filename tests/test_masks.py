@@ -105,9 +105,49 @@ def test_sam2_masker_device_default(monkeypatch, tmp_path):
         def from_pretrained(cls, checkpoint):
             return cls()
 
+    (tmp_path / "preprocessor_config.json").write_text("{}")  # the checkpoint's own processor: from_pretrained
     monkeypatch.setattr(transformers, "Sam2Model", FakeModel, raising=False)
     monkeypatch.setattr(transformers, "Sam2Processor", FakeProcessor, raising=False)
     for cuda, device, expected in ((False, None, "cpu"), (True, None, "cuda"), (True, "cpu", "cpu")):
         monkeypatch.setattr(torch.cuda, "is_available", lambda cuda=cuda: cuda)
         masker = Sam2Masker(tmp_path, tmp_path, device=device)
         assert masker.device == expected and moved[-1] == expected
+
+
+def test_sam2_loads_from_a_hub_layout_cache_of_the_hf_repository(tmp_path, monkeypatch):
+    """facebook/sam2-hiera-large-hf as the Hub serves it (config.json + model.safetensors, no
+    preprocessor_config.json), in huggingface_hub's cache layout (models--org--name/refs/main ->
+    snapshots/<commit>/), offline: a random-weight Sam2Model at SAM2's 1024 px input loads through Sam2Masker by its
+    Hub id, with SAM2's own transform (sam2/utils/transforms.py: 1024 x 1024, ImageNet mean / std), and masks.
+    Before: Sam2Processor.from_pretrained raised OSError for the missing processor config."""
+    import huggingface_hub
+    from transformers import Sam2Config, Sam2Model
+    from transformers.models.sam2.configuration_sam2 import Sam2HieraDetConfig, Sam2VisionConfig
+
+    from ttrl_bench.evaluation.masks import SAM2_REPOSITORY
+
+    torch.manual_seed(0)
+    backbone = Sam2HieraDetConfig(hidden_size=8, blocks_per_stage=[1, 1, 1, 1], embed_dim_per_stage=[8, 16, 32, 64],
+                                  num_attention_heads_per_stage=[1, 1, 1, 1], global_attention_blocks=[],
+                                  image_size=[1024, 1024])
+    vision = Sam2VisionConfig(backbone_config=backbone, backbone_channel_list=[64, 32, 16, 8], fpn_hidden_size=32,
+                              backbone_feature_sizes=[[256, 256], [128, 128], [64, 64]])
+    config = Sam2Config(vision_config=vision.to_dict(), prompt_encoder_config={"hidden_size": 32, "image_size": 1024},
+                        mask_decoder_config={"hidden_size": 32})
+    commit = "a" * 40
+    root = tmp_path / "hub" / f"models--{SAM2_REPOSITORY.replace('/', '--')}"
+    Sam2Model(config).save_pretrained(root / "snapshots" / commit)
+    (root / "refs").mkdir()
+    (root / "refs" / "main").write_text(commit)
+    assert sorted(p.name for p in (root / "snapshots" / commit).iterdir()) == ["config.json", "model.safetensors"]
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    Image.new("RGB", (120, 80), "white").save(tmp_path / "scene.png")
+
+    masker = Sam2Masker(SAM2_REPOSITORY, tmp_path, device="cpu")
+    processor = masker.predictor.processor.image_processor
+    assert (processor.size["height"], processor.size["width"], processor.mask_size["height"]) == (1024, 1024, 256)
+    assert (list(processor.image_mean), list(processor.image_std)) == ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+    both = masker(ROW, [A, B])
+    assert both.shape == (80, 120) and np.array_equal(both, masker(ROW, [A]) | masker(ROW, [B]))

@@ -262,3 +262,24 @@ def test_fetching_a_dataset_loads_it_as_preparation_does_and_a_clip_benchmark_se
     calls.clear()
     preflight._fetch_dataset(Need("dataset", "datasets", "lmms-lab-encoder/MME", "mme", None, "test"))
     assert calls == [("load", REGISTRY["mme"])]
+
+
+def test_sam2_is_named_by_the_check_and_downloaded_by_fetch_where_masks_are_scored(hf_home, monkeypatch):
+    """evaluation.grounding.sam2 is a download of a config with a mask-scored (giou_ciou) dataset only; the
+    original release, which Sam2Model cannot read, is refused naming its -hf conversion."""
+    grounding = {"models": {"built": {"build": "tiny-qwen"}}, "datasets": ["demo-digit-scenes"], "data": {"sources": {}},
+                 "evaluation": {"grounding": {"sam2": "facebook/sam2-hiera-large-hf"}}}
+    with pytest.raises(PreflightError) as error:
+        check_cache(grounding, ["built"], ["demo-digit-scenes"], ["vr.yaml"], offline=True)
+    assert "config key `evaluation.grounding.sam2`: model facebook/sam2-hiera-large-hf" in str(error.value)
+    cache_model(hf_home / "hub", "facebook/sam2-hiera-large-hf")
+    check_cache(grounding, ["built"], ["demo-digit-scenes"], ["vr.yaml"], offline=True)  # cached: nothing missing
+    check_cache(grounding, ["built"], ["demo-digits"], ["vr.yaml"], offline=True)  # no masks scored: no SAM2
+    calls = []
+    monkeypatch.setattr("huggingface_hub.snapshot_download", lambda repo, allow_patterns: calls.append(repo))
+    preflight.fetch(grounding, ["built"], ["demo-digit-scenes"])
+    assert calls == ["facebook/sam2-hiera-large-hf"]
+    grounding["evaluation"]["grounding"]["sam2"] = "facebook/sam2-hiera-large"
+    with pytest.raises(PreflightError, match=r"`evaluation.grounding.sam2`: facebook/sam2-hiera-large is SAM2's "
+                                             r"original release .* name facebook/sam2-hiera-large-hf"):
+        check_cache(grounding, ["built"], ["demo-digit-scenes"], ["vr.yaml"], offline=True)

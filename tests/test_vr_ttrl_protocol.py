@@ -266,11 +266,11 @@ def test_vr_ttrl_config_plans_visionreasoners_evaluation():
     assert plan.config["protocol"] == "authors"
     grounding = plan.config["evaluation"]["grounding"]
     assert (grounding["sam2"], grounding["input_size"], grounding["query_form"], grounding["max_new_tokens"]) == (
-        "facebook/sam2-hiera-large", 840, "visionreasoner", 2048)
+        "facebook/sam2-hiera-large-hf", 840, "visionreasoner", 2048)
     assert grounding["sam2_multimask"] is None  # the CLI's default: best_score, VisionReasoner's choice
     job = next(j for j in plan.jobs() if j.rule == "adapt_per_sample")
     flags = plan.eval_flags(job.dataset, job.protocol)
-    for flag in ("--sam2 facebook/sam2-hiera-large", "--input-size 840",
+    for flag in ("--sam2 facebook/sam2-hiera-large-hf", "--input-size 840",
                  "--query-form visionreasoner", "--max-new-tokens 2048", "--protocol authors"):
         assert flag in flags
     assert {"vr-refcoco-testA", "vr-refcocog", "vr-countbench"} <= set(plan.datasets)

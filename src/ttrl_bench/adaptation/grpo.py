@@ -139,9 +139,10 @@ class TestTimeAdaptation:
         self.reward.policy = (model, processor)
         if backend == "vllm":  # TRL 1.16 + vLLM expand image placeholders twice (huggingface/trl 6294, 6401)
             llm = self.trainer.vllm_generation.llm
-            collapse_prompts_before_generate(llm, model.config.image_token_id, image_span_token_ids(processor))
+            size = method.get("image_size_bound")  # the bound the caller gave the processor (models/families.py)
+            collapse_prompts_before_generate(llm, model.config.image_token_id, image_span_token_ids(processor), size)
             probe_colocated_expansion(llm, processor, self.trainer.train_dataset[0]["image"],
-                                      placeholder_token_ids(model.config))
+                                      placeholder_token_ids(model.config), size)
 
     def _start_over(self, manifest: pd.DataFrame, image_root: Path) -> None:
         """The trainer as a new one would be, on `manifest`: the Trainer rebuilds its state, step

@@ -34,6 +34,7 @@ def cmd_adapt(args) -> None:
     stored = checkpoint_dtype(args.model_source)
     model, processor = load_model(args.model_source, dtype="fp32")  # master weights, whatever is stored
     log.info("chat template: %s", use_chat_template(processor, model.config, hp.get("chat_template", "model")))
+    method, samples, over_budget = bounded_rollouts(model.config, processor, method, samples, Path(args.data))
     start = time.perf_counter()
     train_log = adapt(model, processor, samples, Path(args.data), method, out, args.seed, task=task,
                       save_dtype=stored, save_to=out / "model")
@@ -50,6 +51,8 @@ def cmd_adapt(args) -> None:
         **run_identity(args, args.dataset, args.dataset),
         "adapt_seconds": seconds,
         "adapt_sample_ids": list(samples["id"]),
+        "image_size_bound": method["image_size_bound"],
+        "over_budget": over_budget,  # samples left out: their prompt exceeds adaptation.vllm.max_prompt_tokens
         "optimizer_steps": train_log.attrs["optimizer_steps"],
         "losses": train_log.attrs["losses"],
         "learning_rates": train_log.attrs["learning_rates"],  # per optimizer step (verl logs actor/lr per round)
@@ -64,6 +67,23 @@ def cmd_adapt(args) -> None:
     }
     (out / "run.json").write_text(json.dumps(meta, indent=2, default=str))
     log.info("adapted in %.1f s", seconds)
+
+
+def bounded_rollouts(config, processor, method: dict, samples, image_root: Path, protocol: str | None = None):
+    """(method with its `image_size_bound`, the samples whose prompts fit, {id: why} of those left out): the
+    protocol's image bound given to the processor (and through the method to vLLM's rollouts), then the
+    prompt budget applied to every sample before the trainer sees one (generation/budget.py)."""
+    from ..evaluation.evaluate import over_budget_samples
+    from ..generation.vllm_settings import prompt_budget
+    from ..models.families import bound_processor, image_size_bound
+
+    size = image_size_bound(config, protocol or method.get("protocol", "clean"))
+    bound_processor(processor, size)
+    errors = over_budget_samples(processor, samples, image_root, prompt_budget(method.get("vllm")), "adaptation.vllm")
+    if errors and len(errors) == len(samples):
+        raise ValueError(f"every adaptation sample's prompt exceeds adaptation.vllm.max_prompt_tokens: "
+                         f"{next(iter(errors.values()))}")
+    return {**method, "image_size_bound": size}, samples[~samples["id"].isin(list(errors))], errors
 
 
 def _add_adapt(sub) -> None:

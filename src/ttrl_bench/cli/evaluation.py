@@ -83,7 +83,8 @@ def _eval_sampling(args) -> dict | None:
 def cmd_evaluate(args) -> None:
     from ..evaluation.evaluate import timed_evaluation
     from ..generation.backend import choose_backend
-    from ..models.families import use_chat_template
+    from ..generation.vllm_settings import bounded_settings
+    from ..models.families import bound_processor, image_size_bound, use_chat_template
     from ..models.loading import checkpoint_dtype, load_model, resolve_model_source
 
     backend = choose_backend(args.backend, "evaluation.backend")  # before any work
@@ -116,10 +117,14 @@ def cmd_evaluate(args) -> None:
         model, processor = load_model(args.model_source)
         dtype, config = model.dtype, model.config
     extra["chat_template"] = use_chat_template(processor, config, args.chat_template)
+    # one image bound for both backends (models/families.py), and the prompt budget each item is checked against
+    settings, extra["image_size_bound"] = bounded_settings(json.loads(args.vllm_settings),
+                                                           image_size_bound(config, args.protocol))
+    bound_processor(processor, extra["image_size_bound"])
     # the precision the row was computed in: an adapted row and its zero-shot row must agree (issue 23 finding 1)
     extra["model_dtype"] = str(dtype).removeprefix("torch.")
     timed_evaluation(model, processor, samples, data_dir, task, Path(args.out), extra, args.max_new_tokens,
-                     args.batch_size, json.loads(args.vllm_settings), sampling)
+                     args.batch_size, settings, sampling, settings["max_prompt_tokens"])
 
 
 def cmd_adapt_per_sample(args) -> None:
@@ -130,14 +135,18 @@ def cmd_adapt_per_sample(args) -> None:
     from ..generation.precision import adaptation_precision
     from ..models.loading import load_model
     from ..runs.provenance import provenance
+    from .adaptation import bounded_rollouts
 
     method = method_spec(args)
     data_dir, adapt_out = Path(args.data), Path(args.adapt_out)
     samples, task = _evaluation_set(data_dir, args)
     model, processor = load_model(args.model_source, dtype="fp32")  # master weights, whatever is stored
     log.info("per-sample %s on %d samples of %s", args.method, len(samples), args.dataset)
-    outputs, train_log, seconds = adapt_each_sample(model, processor, samples, data_dir, method, adapt_out,
+    # a sample over the prompt budget is an error row, the others adapt and predict
+    method, fits, errors = bounded_rollouts(model.config, processor, method, samples, data_dir, args.protocol)
+    outputs, train_log, seconds = adapt_each_sample(model, processor, fits, data_dir, method, adapt_out,
                                                     args.seed, args.max_new_tokens)
+    done = dict(zip(fits["id"], outputs))
     if not process_state().is_main_process:
         return  # one process writes the job's files
     adapt_out.mkdir(parents=True, exist_ok=True)
@@ -147,7 +156,9 @@ def cmd_adapt_per_sample(args) -> None:
             **provenance({"method": method, "model_source": args.model_source, "seed": args.seed})}
     (adapt_out / "run.json").write_text(json.dumps(meta, indent=2, default=str))
     extra = {**_eval_provenance(args, args.dataset, meta), "seconds_per_sample": meta["seconds_per_sample"]}
-    predictions = with_prompts(predictions_frame(outputs, samples, task), processor, samples)
+    outputs = [done.get(i, "") for i in samples["id"]]
+    predictions = with_prompts(predictions_frame(outputs, samples, task, [errors.get(i) for i in samples["id"]]),
+                               processor, samples)
     write_evaluation(predictions, task, Path(args.out), extra, sum(seconds))
 
 

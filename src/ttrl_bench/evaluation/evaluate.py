@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
+from ..generation.budget import over_budget
 from ..generation.hf import chat_prompt, generate_greedy, generate_sampled
 from ..runs.kill_points import kill_point
 
@@ -62,15 +63,45 @@ def decode_image(image_root: Path, sample: dict):
         return None, f"sample {sample['id']}: image {path} does not decode: {err}"
 
 
+def within_budget(processor, sample: dict, decoded: tuple, max_prompt_tokens: int | None) -> tuple:
+    """(image, None), or (None, why) for an image that did not decode or a prompt over the budget
+    (generation/budget.py: an error row naming the sample and its token count, not a dead job)."""
+    image, error = decoded
+    if error is None:
+        error = over_budget(processor, f"sample {sample['id']}", sample["prompt"], image, max_prompt_tokens,
+                            "evaluation.vllm", sample.get("system"))
+    return (None, error) if error else decoded
+
+
+def over_budget_samples(processor, samples: pd.DataFrame, image_root: Path, max_prompt_tokens: int | None,
+                        key: str) -> dict[str, str]:
+    """{sample id: why} for the samples whose prompt exceeds `max_prompt_tokens` (config `key`): adaptation
+    drops them before its rollouts, as verl's filter_overlong_prompts does in the TTRV and ECHO authors' runs
+    (their logs' data.filter_overlong_prompts: True; ECHO geometry3k.sh:48), and they are error rows."""
+    from ..datasets.preprocessing import open_model_view
+
+    errors = {}
+    for sample in samples.to_dict("records"):
+        image = open_model_view(Path(image_root) / sample["image"], sample.get("input_size"))
+        error = over_budget(processor, f"sample {sample['id']}", sample["prompt"], image, max_prompt_tokens, key,
+                            sample.get("system"))
+        if error:
+            log.warning("%s", error)
+            errors[sample["id"]] = error
+    return errors
+
+
 def evaluate_model(model, processor, samples: pd.DataFrame, image_root: Path, task, max_new_tokens: int,
-                   batch_size: int, vllm_settings: dict | None = None, sampling: dict | None = None) -> pd.DataFrame:
+                   batch_size: int, vllm_settings: dict | None = None, sampling: dict | None = None,
+                   max_prompt_tokens: int | None = None) -> pd.DataFrame:
     """Greedy predictions for `samples`, or with `sampling` ({n, temperature, top_p, seed}) n
     sampled completions each; `model` is a loaded transformers model, or the path of
     one as a string to run through vLLM (config `evaluation.backend`, engine `evaluation.vllm`).
 
     Images are decoded one batch at a time, so host memory is bounded whatever the test set's
     size (TTRV scores all 50,000 ImageNet validation images). A sample whose image does not
-    decode gets an error row (empty output, scored as wrong) and the job goes on."""
+    decode, or whose prompt exceeds `max_prompt_tokens` (both backends: evaluation.vllm's budget), gets an
+    error row (empty output, scored as wrong) and the job goes on."""
     chunk = VLLM_CHUNK if isinstance(model, str) else batch_size
     if isinstance(model, str):  # one engine for every chunk
         from ..generation.vllm_offline import VllmGreedy
@@ -81,7 +112,8 @@ def evaluate_model(model, processor, samples: pd.DataFrame, image_root: Path, ta
     empty = "" if sampling is None else [""] * int(sampling["n"])  # a sample without output
     for start in tqdm(range(0, len(samples), chunk), desc="sampled eval" if sampling else "greedy eval", unit="batch"):
         batch = samples.iloc[start : start + chunk].to_dict("records")
-        decoded = [decode_image(image_root, sample) for sample in batch]
+        decoded = [within_budget(processor, sample, decode_image(image_root, sample), max_prompt_tokens)
+                   for sample in batch]
         ok = [i for i, (_, error) in enumerate(decoded) if error is None]
         for _, error in decoded:
             if error:
@@ -139,10 +171,11 @@ def write_evaluation(predictions: pd.DataFrame, task, out_dir: Path, extra: dict
 
 
 def timed_evaluation(model, processor, samples, image_root, task, out_dir, extra, max_new_tokens, batch_size,
-                     vllm_settings: dict | None = None, sampling: dict | None = None) -> dict:
+                     vllm_settings: dict | None = None, sampling: dict | None = None,
+                     max_prompt_tokens: int | None = None) -> dict:
     start = time.perf_counter()
     predictions = evaluate_model(model, processor, samples, image_root, task, max_new_tokens, batch_size, vllm_settings,
-                                 sampling)
+                                 sampling, max_prompt_tokens)
     return write_evaluation(predictions, task, out_dir, extra, time.perf_counter() - start)
 
 

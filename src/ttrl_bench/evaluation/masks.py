@@ -2,8 +2,15 @@
 policy answers boxes + points, SAM2 turns them into the masks gIoU and cIoU are computed on).
 
 Used when config `evaluation.grounding.sam2` names a SAM2 checkpoint in transformers' format (a local
-directory, or a Hub id already in the Hugging Face cache: jobs run offline); without one, predicted masks are the
-boxes themselves and the metrics say so (box_giou / box_ciou), never in a published mask cell.
+directory, or a Hub id already in the Hugging Face cache: jobs run offline; `ttrl-bench fetch` downloads it and
+the dry run's pre-flight names it); without one, predicted masks are the boxes themselves and the metrics say so
+(box_giou / box_ciou), never in a published mask cell.
+
+Which repository: `facebook/sam2-hiera-large` (what VisionReasoner names) holds the original release
+(sam2_hiera_large.pt + sam2_hiera_l.yaml), which transformers' Sam2Model cannot read, and transformers' wheel has
+no converter. `facebook/sam2-hiera-large-hf` is the same SAM 2 hiera-large weights (not 2.1) converted to
+transformers' format (config.json, model.safetensors), without a preprocessor_config.json; where a checkpoint has
+none, the processor is built here with SAM2's own input transform (`SAM2_PROCESSOR`).
 
 VisionReasoner (dvlab-research/VisionReasoner @a455092) loads `facebook/sam2-hiera-large` (SAM2, not
 SAM2.1: vision_reasoner/models/vision_reasoner_model.py:35 and evaluation/evaluation_segmentation.py:21)
@@ -25,6 +32,31 @@ from PIL import Image
 from ..rewards import grounding
 
 SAM2_MULTIMASK = ("best_score", "single")
+SAM2_REPOSITORY = "facebook/sam2-hiera-large-hf"
+# SAM2's image transform (facebookresearch/sam2 sam2/utils/transforms.py SAM2Transforms: ToTensor, Resize((1024,
+# 1024)), Normalize(ImageNet mean / std); resolution = sam2_hiera_l.yaml image_size 1024) and its 256 px low-res
+# masks (image_size / 4), binarized at SAM2ImagePredictor's mask_threshold 0.0 (post_process_masks' default).
+SAM2_PROCESSOR = {"size": {"height": 1024, "width": 1024}, "mask_size": {"height": 256, "width": 256},
+                  "image_mean": [0.485, 0.456, 0.406], "image_std": [0.229, 0.224, 0.225], "do_rescale": True,
+                  "rescale_factor": 1 / 255, "do_normalize": True, "do_resize": True}
+
+
+def sam2_processor(checkpoint: str | Path):
+    """The checkpoint's Sam2Processor where it ships its settings (preprocessor_config.json, or transformers 5's
+    processor_config.json), else one with SAM2_PROCESSOR (facebook/sam2-hiera-large-hf ships neither)."""
+    from transformers import Sam2ImageProcessor, Sam2Processor
+
+    if any(_has_file(checkpoint, name) for name in ("preprocessor_config.json", "processor_config.json")):
+        return Sam2Processor.from_pretrained(checkpoint)
+    return Sam2Processor(image_processor=Sam2ImageProcessor(**SAM2_PROCESSOR), target_size=1024)
+
+
+def _has_file(checkpoint: str | Path, name: str) -> bool:
+    if Path(checkpoint).is_dir():
+        return (Path(checkpoint) / name).exists()
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(str(checkpoint), name), str)
 
 
 def best_scored(scores) -> int:
@@ -40,11 +72,11 @@ class TransformersSam2:
     and one positive click per object, as VisionReasoner prompts it."""
 
     def __init__(self, checkpoint: str | Path, device: str | None = None):
-        from transformers import Sam2Model, Sam2Processor
+        from transformers import Sam2Model
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model = Sam2Model.from_pretrained(checkpoint).to(self.device).eval()
-        self.processor = Sam2Processor.from_pretrained(checkpoint)
+        self.processor = sam2_processor(checkpoint)
 
     @torch.no_grad()
     def __call__(self, image, boxes: list, points: list, multimask: bool):
@@ -62,7 +94,7 @@ class TransformersSam2:
 
 
 def _sam2_source(checkpoint: str | Path) -> str | Path:
-    """A local directory, or a Hub id ("facebook/sam2-hiera-large") read from the local cache; an
+    """A local directory, or a Hub id ("facebook/sam2-hiera-large-hf") read from the local cache; an
     absent path is refused naming the config key."""
     path = Path(checkpoint)
     if path.is_dir():
@@ -72,7 +104,7 @@ def _sam2_source(checkpoint: str | Path) -> str | Path:
     if hub_id and not Path(text.split("/")[0]).exists():
         return text
     raise FileNotFoundError(f"config `evaluation.grounding.sam2`: SAM2 checkpoint {checkpoint} is not a directory "
-                            "(a transformers Sam2Model save) nor a Hub id (e.g. facebook/sam2-hiera-large)")
+                            f"(a transformers Sam2Model save) nor a Hub id (e.g. {SAM2_REPOSITORY})")
 
 
 class Sam2Masker:

@@ -31,8 +31,8 @@ EVALUATION_DEFAULTS = {
     # Weights' dtype: "auto" = the checkpoint's, as transformers loads it for the HF path (vLLM's
     # CPU build turns a float32 checkpoint into bfloat16 unless told "float32").
     "dtype": "auto",
-    # Passed to the model's HF image processor inside vLLM (e.g. {"max_pixels": ...} for
-    # Qwen2.5-VL); must match what the HF path uses or the two backends see different images.
+    # Passed to the model's HF image processor inside vLLM; the job adds its image bound as "size"
+    # (models/families.py image_size_bound, given to the HF path too) unless this sets one itself.
     "mm_processor_kwargs": {},
 }
 
@@ -76,6 +76,18 @@ def llm_kwargs(model_path: str, settings: dict | None, max_new_tokens: int, seed
     return kwargs
 
 
+def bounded_settings(settings: dict | None, size: dict) -> tuple[dict, dict]:
+    """(config `evaluation.vllm` with the image bound in `mm_processor_kwargs`, the bound): a `size` the config
+    sets in mm_processor_kwargs wins over `size` (models/families.py image_size_bound); the caller gives the HF
+    processor the same (families.bound_processor), so both backends see the same image tokens."""
+    s = _settings(settings, EVALUATION_DEFAULTS, "evaluation.vllm")
+    kwargs = dict(s["mm_processor_kwargs"] or {})
+    size = kwargs.get("size") or size
+    if size:
+        kwargs["size"] = size
+    return {**s, "mm_processor_kwargs": kwargs}, size
+
+
 def grpo_vllm_kwargs(settings: dict | None, max_completion_length: int) -> dict:
     """`GRPOConfig` keyword arguments for TRL's colocated vLLM rollouts (config `adaptation.vllm`).
     Field names from trl/trainer/grpo_config.py (TRL 1.16)."""
@@ -87,6 +99,11 @@ def grpo_vllm_kwargs(settings: dict | None, max_completion_length: int) -> dict:
         "vllm_enable_sleep_mode": s["enable_sleep_mode"],
         "vllm_tensor_parallel_size": 1,
     }
+
+
+def prompt_budget(settings: dict | None) -> int:
+    """The rollouts' prompt budget (config adaptation.vllm.max_prompt_tokens), for both rollout backends."""
+    return _settings(settings, ADAPTATION_DEFAULTS, "adaptation.vllm")["max_prompt_tokens"]
 
 
 def grpo_vllm_environment(settings: dict | None) -> dict[str, str]:
@@ -161,16 +178,20 @@ def collapse_placeholder_runs(ids: list[int], placeholder_id: int, added_around:
     return out
 
 
-def collapse_prompts_before_generate(llm, placeholder_id: int, added_around: tuple[int, int] | None = None) -> None:
+def collapse_prompts_before_generate(llm, placeholder_id: int, added_around: tuple[int, int] | None = None,
+                                     size: dict | None = None) -> None:
     """Avoid the double expansion in TRL 1.16's colocated rollouts: `llm.generate` (the engine
     at `trainer.vllm_generation.llm`) collapses each token prompt that comes with an image back
     to the unexpanded form, so vLLM expands it once, into the very ids the trainer trains on.
-    Until TRL gives vLLM unexpanded prompts itself (huggingface/trl pull request 6718)."""
+    Until TRL gives vLLM unexpanded prompts itself (huggingface/trl pull request 6718). `size`: the image
+    bound the trainer's processor has (models/families.py image_size_bound), given to vLLM's processor per
+    request (TRL builds the engine without mm_processor_kwargs), so vLLM expands each image as the trainer did."""
     generate = llm.generate
 
     def generate_unexpanded(prompts, *args, **kwargs):
         if isinstance(prompts, list):
-            prompts = [{**p, "prompt_token_ids": collapse_placeholder_runs(p["prompt_token_ids"], placeholder_id, added_around)}
+            prompts = [{**p, "prompt_token_ids": collapse_placeholder_runs(p["prompt_token_ids"], placeholder_id, added_around),
+                        **({"mm_processor_kwargs": {"size": size}} if size else {})}
                        if isinstance(p, dict) and "prompt_token_ids" in p and p.get("multi_modal_data") else p
                        for p in prompts]
         return generate(prompts, *args, **kwargs)
@@ -178,7 +199,7 @@ def collapse_prompts_before_generate(llm, placeholder_id: int, added_around: tup
     llm.generate = generate_unexpanded
 
 
-def probe_colocated_expansion(llm, processor, image, placeholder_ids: list[int]) -> None:
+def probe_colocated_expansion(llm, processor, image, placeholder_ids: list[int], size: dict | None = None) -> None:
     """One request the way TRL 1.16's colocated rollouts make it (processor-expanded ids + the raw
     image, `trl/generation/vllm_generation.py`), then `check_engine_prompt` on what vLLM ran.
     Call it on `trainer.vllm_generation.llm` before training."""
@@ -187,6 +208,8 @@ def probe_colocated_expansion(llm, processor, image, placeholder_ids: list[int])
     messages = [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "Describe."}]}]
     encoded = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=True)
     expanded = [int(t) for t in encoded["input_ids"][0]]
-    output = llm.generate([{"prompt_token_ids": expanded, "multi_modal_data": {"image": image}}],
+    request = {"prompt_token_ids": expanded, "multi_modal_data": {"image": image},
+               **({"mm_processor_kwargs": {"size": size}} if size else {})}
+    output = llm.generate([request],
                           SamplingParams(temperature=0.0, max_tokens=1), use_tqdm=False)[0]
     check_engine_prompt(expanded, list(output.prompt_token_ids), placeholder_ids)

@@ -145,6 +145,51 @@ def parameter_count(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+# The image-size bound both backends get, per family and protocol (`image_size_bound`). Qwen-VL families resize an
+# image to whole (patch x merge)-pixel squares, one token each, between a floor and a ceiling of pixels: the
+# checkpoints' ceiling is 16,384 tokens (Qwen2.5-VL: max_pixels 12,845,056 = 16384 x 28^2, a 2592x1944 photo ->
+# 6,417 tokens), past any prompt budget here. `authors`: that ceiling and the floor of 4 tokens, as every paper's
+# code sets it: the TTRV authors' verl fork (verl/utils/dataset/preprocessor/qwen_vl.py:33-34 MIN_PIXELS 4*28*28,
+# MAX_PIXELS 16384*28*28), ECHO's (verl/utils/dataset/vision_utils.py process_image -> qwen_vl_utils.fetch_image,
+# whose defaults are those two) and VisionReasoner's (AutoProcessor's own, after its 840 px resize). `clean`: a
+# ceiling of 3,072 tokens, InternVL's 12 tiles of 256 (our choice): every family's image then fits the default
+# 4,096-token prompt budget (generation/vllm_settings.py) with 1,024 tokens of text. InternVL bounds its tokens by
+# tiles (12 + a thumbnail of 256, + <img> </img>: 3,330), the same under both protocols: no pixel bound.
+MAX_IMAGE_TOKENS = {"authors": 16384, "clean": 3072}
+MIN_IMAGE_TOKENS = 4
+INTERNVL_MAX_IMAGE_TOKENS = (12 + 1) * 256 + 2
+
+
+def image_size_bound(config, protocol: str) -> dict:
+    """The image processor's `size` ({"shortest_edge", "longest_edge"} in pixels, transformers 5's form) that a
+    protocol gives this model (config.model_type, vision_config's patch and merge sizes), for HF
+    (`bound_processor`) and vLLM (`mm_processor_kwargs`, evaluation.vllm) alike; {} for a family bounded by tiles."""
+    if protocol not in MAX_IMAGE_TOKENS:
+        raise ValueError(f"image size bound: unknown protocol {protocol!r}; known: {', '.join(MAX_IMAGE_TOKENS)}")
+    vision = getattr(config, "vision_config", None)
+    if not config.model_type.startswith("qwen") or vision is None:
+        return {}
+    square = (vision.patch_size * vision.spatial_merge_size) ** 2  # pixels per image token
+    return {"shortest_edge": MIN_IMAGE_TOKENS * square, "longest_edge": MAX_IMAGE_TOKENS[protocol] * square}
+
+
+def max_image_tokens(config, protocol: str) -> int:
+    """The most image tokens one image can take under `image_size_bound` (the plan's image tokens)."""
+    size = image_size_bound(config, protocol)
+    if not size:
+        return INTERNVL_MAX_IMAGE_TOKENS
+    return MAX_IMAGE_TOKENS[protocol]
+
+
+def bound_processor(processor, size: dict) -> None:
+    """Give a loaded processor's image processor the bound (`image_size_bound`, or evaluation.vllm's
+    mm_processor_kwargs["size"]), so HF's inputs and the token counts (generation/budget.py) use it."""
+    if size:
+        image_processor = processor.image_processor
+        image_processor.size = {"shortest_edge": image_processor.size["shortest_edge"],
+                                "longest_edge": image_processor.size["longest_edge"], **size}
+
+
 # Image tokens of one benchmark image per family (benchmarks/gpu.py, docs/gpu-runs.md): InternVL's 896 px
 # digit image as 4 tiles + a thumbnail of 256 tokens each; Qwen2.5-VL's 840 px scene in 28 px squares.
 IMAGE_TOKENS = {"internvl": 5 * 256, "qwen2_5_vl": (840 // 28) ** 2}

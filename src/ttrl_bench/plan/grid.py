@@ -180,8 +180,10 @@ class Plan:
         return self.specs_by_protocol[rerun_protocol(protocol)][method]
 
     def method_settings(self, method: str, protocol: str) -> dict:
-        """The resolved preset plus the colocated vLLM engine's settings (config `adaptation.vllm`)."""
-        return {**self.method_spec(method, protocol), "vllm": self.config["adaptation"]["vllm"]}
+        """The resolved preset plus the colocated vLLM engine's settings (config `adaptation.vllm`) and the rerun
+        protocol, whose image bound the job applies (models/families.py image_size_bound)."""
+        return {**self.method_spec(method, protocol), "vllm": self.config["adaptation"]["vllm"],
+                "protocol": rerun_protocol(protocol)}
 
     def base_model_input(self, model: str) -> str | list:
         """A model built or converted by this workflow is an input file (its source); a Hub id is not."""

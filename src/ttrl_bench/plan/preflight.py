@@ -32,6 +32,11 @@ MODEL_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken", "*.j
 MODEL_CONFIG, MODEL_WEIGHTS = "config.json", ("model.safetensors", "model.safetensors.index.json")
 
 
+# SAM2's original repositories: a checkpoint and a Hydra config, no config.json (what VisionReasoner loads
+# through the sam2 package); transformers reads their "-hf" conversions.
+SAM2_ORIGINAL = {"facebook/sam2-hiera-large": "sam2_hiera_large.pt + sam2_hiera_l.yaml"}
+
+
 @dataclass(frozen=True)
 class Need:
     """One download of a config: a Hub model or dataset, named by the config key that asks for it."""
@@ -91,6 +96,18 @@ def needs(config: dict, models: list[str], datasets: list[str], results: Path = 
             problems.append(str(err))
             continue
         wanted.append(Need("model", key, source, files=tuple(CHECKPOINT_FILES if field == "convert_from" else MODEL_FILES)))
+    sam2 = config.get("evaluation", {}).get("grounding", {}).get("sam2")
+    if sam2 and any(get_dataset(d).metric == "giou_ciou" for d in datasets):  # masks from SAM2 (evaluation/masks.py)
+        key = "evaluation.grounding.sam2"
+        if sam2 in SAM2_ORIGINAL:
+            problems.append(f"config key `{key}`: {sam2} is SAM2's original release ({SAM2_ORIGINAL[sam2]}), which "
+                            f"transformers' Sam2Model cannot read; name {sam2}-hf, the same weights in its format")
+        else:
+            try:
+                if not Path(resolve_model_source(sam2, key)).exists():
+                    wanted.append(Need("model", key, sam2, files=tuple(MODEL_FILES)))
+            except FileNotFoundError as err:
+                problems.append(str(err))
     keys, sources = dataset_keys(config), config.get("data", {}).get("sources", {})
     authors = config.get("data", {}).get("items") == "authors"
     for name in datasets:

@@ -67,9 +67,10 @@ SETTINGS = [
     # VR-TTRL (no public code): VisionReasoner's evaluation, dvlab-research/VisionReasoner @a455092
     # (vision_reasoner/models/vision_reasoner_model.py, evaluation/evaluation_segmentation.py), the base
     # VR-TTRL builds on; the rewards follow Seg-Zero @42a3345 under both protocols (rewards/grounding.py)
-    (("evaluation", "grounding", "sam2"), "facebook/sam2-hiera-large",
+    (("evaluation", "grounding", "sam2"), "facebook/sam2-hiera-large-hf",
      "vision_reasoner_model.py:35,61 SAM2ImagePredictor.from_pretrained('facebook/sam2-hiera-large') (SAM2, not "
-     "SAM2.1; evaluation_segmentation.py:21); gIoU / cIoU on its masks",
+     "SAM2.1; evaluation_segmentation.py:21), the same weights in transformers' format (evaluation/masks.py); "
+     "gIoU / cIoU on its masks",
      None, "no SAM2 unless the config names one: box masks, box_giou / box_ciou, our own metrics, never in a "
      "published mask cell"),
     (("evaluation", "grounding", "input_size"), 840,
