@@ -5,7 +5,7 @@
 # (seed, workers, pass/fail, the failing tests), each run's full output kept in OUT.
 #
 #   bash benchmarks/suite_repeats.sh [RUNS=5] [LABEL=after] [REF=HEAD]
-#   env: WORKERS="auto 2 1" (the README's -n auto comes from pyproject's addopts; "auto" adds nothing)
+#   env: WORKERS="auto 3 1" (the README's -n auto comes from pyproject's addopts, 2 workers on 2 cores),
 #        HOGS=2 (one per core of a 2-core machine), SHARED_VENV=.venv of this checkout,
 #        OUT=a temporary folder for the logs, TIMEOUT_S=3600 per run, RECORD=the record's path,
 #        PYTEST_ARGS="" (appended to the command: a trial of this script on one test file)
@@ -22,7 +22,7 @@ REPO=$PWD
 RUNS=${1:-5}
 LABEL=${2:-after}
 REF=$(git rev-parse "${3:-HEAD}")
-WORKERS=(${WORKERS:-auto 2 1})
+WORKERS=(${WORKERS:-auto 3 1})
 HOGS=${HOGS:-2}
 SHARED_VENV=$(cd "${SHARED_VENV:-$REPO/.venv}" && pwd)
 OUT=${OUT:-$(mktemp -d /tmp/suite_repeats.XXXXXX)}

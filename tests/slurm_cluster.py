@@ -95,8 +95,9 @@ def _kill(pid_file: Path) -> None:
 
 
 @contextmanager
-def one_node_cluster(root: Path, timeout: float = 60.0):
-    """Yields the environment (SLURM_CONF) under which sbatch / squeue reach the cluster."""
+def one_node_cluster(root: Path, timeout: float = 300.0):
+    """Yields the environment (SLURM_CONF) under which sbatch / squeue reach the cluster. The wait for an idle
+    node ends as soon as it is: its limit only stops a node that never comes up, with room for a loaded machine."""
     conf = _write_conf(root)
     env = {**os.environ, "SLURM_CONF": str(conf)}
     Path("/run/munge").mkdir(parents=True, exist_ok=True)

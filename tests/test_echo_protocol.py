@@ -319,6 +319,8 @@ def test_one_echo_step_under_the_authors_update_uses_the_sampled_confidence(demo
     assert log.attrs["optimizer_steps"] == 2
     confidence, mask, eps = seen[0]
     valid = confidence[mask.bool()]
+    # <= 1 exactly: exp of a log-softmax, which is <= 0 in fp32 too (x - max - log(sum), the sum >= 1); > 0: a
+    # sampled token's probability is far above fp32's underflow (exp(-103))
     assert float(valid.max()) > 0.2 and float(valid.min()) > 0.0 and float(valid.max()) <= 1.0
     lengths = mask.sum(1)
     c_tail = (confidence * mask).sum(1) / lengths  # completions of at most 3 tokens: the tail is all of them

@@ -23,15 +23,18 @@ SMALL = """\
 datasets: [demo-digits]
 methods: [zero-shot, ttrl-majority]
 adaptation:
+  n_samples: 8  # the adaptation runs three times in the killed workdir: 8 samples keep that short
   hyperparameters:
     mcq: {num_generations: 4, max_completion_length: 6, learning_rate: 3.0e-5, epochs: 1}
 evaluation: {mcq: {samples: 64}}
 """
-ADAPTED = "results/adapt/demo/ttrl-majority/demo-digits/n20_random/seed0"
-ADAPTED_EVAL = "results/eval/demo/ttrl-majority/demo-digits/demo-digits/n20_random/seed0"
+ADAPTED = "results/adapt/demo/ttrl-majority/demo-digits/n8_random/seed0"
+ADAPTED_EVAL = "results/eval/demo/ttrl-majority/demo-digits/demo-digits/n8_random/seed0"
 
 # Snakemake killed while it removes the adapted weights (temp()), after their evaluation finished: the
-# files unlinked but generation_config.json, the state the issue 52 run was left in.
+# files unlinked but generation_config.json, the state the issue 52 run was left in. (Snakemake also
+# removes the outputs of a job it reruns, the weights of an adaptation a kill left incomplete among them:
+# before their evaluation's metrics exist, that is not the moment.)
 KILLED_IN_TEMP_REMOVAL = """
 import os, runpy, shutil, signal, sys
 from pathlib import Path
@@ -40,7 +43,7 @@ rmtree = shutil.rmtree
 
 def killed_half_way(path, *args, **kwargs):
     path = Path(path)
-    if path.name == "model" and "adapt" in path.parts:
+    if path.name == "model" and "adapt" in path.parts and Path("%s/metrics.json").exists():
         for f in path.rglob("*"):
             if f.is_file() and f.name != "generation_config.json":
                 f.unlink()
@@ -50,7 +53,7 @@ def killed_half_way(path, *args, **kwargs):
 shutil.rmtree = killed_half_way
 sys.argv = ["snakemake", *sys.argv[1:]]
 runpy.run_module("snakemake", run_name="__main__")
-"""
+""" % ADAPTED_EVAL
 
 
 def _store(work: Path):
