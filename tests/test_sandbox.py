@@ -133,7 +133,8 @@ print(json.dumps({"dev": sorted(os.listdir("/dev")), "stdout is a pipe": stat.S_
                   "dev read-only": bool(os.statvfs("/dev").f_flag & os.ST_RDONLY), "uid": os.getuid(),
                   "null read-only": bool(os.statvfs("/dev/null").f_flag & os.ST_RDONLY),
                   "null, zero, urandom": [open("/dev/null", "wb").write(b"1234") and len(open("/dev/null", "rb").read()),
-                                          len(open("/dev/zero", "rb").read(4)), len(open("/dev/urandom", "rb").read(4))]}))
+                                          len(open("/dev/zero", "rb").read(4)),
+                                          len(open("/dev/urandom", "rb").read(4))]}))
 """
     outcome = run_untrusted(code)
     assert outcome.ok, outcome
@@ -257,7 +258,8 @@ def test_a_chmod_and_a_utime_of_the_devices_leave_the_hosts_unchanged():
     code = sandbox.HOOK_OFF + """
 errors = []
 for dev in ("null", "zero", "urandom"):
-    for change in (lambda: os.chmod(f"/dev/{dev}", os.stat(f"/dev/{dev}").st_mode & 0o7777), lambda: os.utime(f"/dev/{dev}")):
+    own_mode = os.stat(f"/dev/{dev}").st_mode & 0o7777
+    for change in (lambda: os.chmod(f"/dev/{dev}", own_mode), lambda: os.utime(f"/dev/{dev}")):
         try:
             change()
         except OSError as err:
@@ -272,7 +274,8 @@ print(errors)
 def test_the_first_call_of_run_untrusted_runs_the_check_once(monkeypatch):
     """Issue 54: run_untrusted called directly (not through T3RL) checks the sandbox first, once per process."""
     reports = []
-    monkeypatch.setattr(sandbox._probes, "sandbox_report", lambda: reports.append(1) or sandbox.SandboxReport(None, 0.0, ()))
+    monkeypatch.setattr(sandbox._probes, "sandbox_report",
+                        lambda: reports.append(1) or sandbox.SandboxReport(None, 0.0, ()))
     check_sandbox.cache_clear()
     try:
         assert run_untrusted("print(6 * 7)").stdout == run_untrusted("print(6 * 7)").stdout == "42\n"
