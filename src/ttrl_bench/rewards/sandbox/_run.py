@@ -199,9 +199,12 @@ def _drops_root() -> bool:
 
 @functools.cache
 def _libc():
+    """The C library's mount and unshare, loaded in the parent (once) so the child only calls them."""
     import ctypes
 
-    return ctypes.CDLL(None, use_errno=True)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    return libc
 
 
 def _private_mounts(staged: tuple[tuple[str, bool], ...]) -> None:
@@ -215,7 +218,6 @@ def _private_mounts(staged: tuple[tuple[str, bool], ...]) -> None:
     import ctypes
 
     libc = _libc()
-    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
     ms_rdonly, ms_nosuid, ms_nodev, ms_noexec, ms_remount, ms_bind, ms_rec, ms_private = \
         1, 2, 4, 8, 32, 4096, 16384, 1 << 18
 
@@ -326,6 +328,7 @@ def run_untrusted(code: str, timeout_s: float = 2.0, memory_mb: int = 256, outpu
         view, staged = _staged_view() if drop else (_interpreter_view(), ())
         if drop:
             _stage_folder()
+            _libc()
         deadline = time.monotonic() + timeout_s
         try:
             process = subprocess.Popen(_command(bwrap, filter_read, f"ttrl-sandbox-{name}", view),
