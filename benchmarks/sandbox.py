@@ -92,7 +92,9 @@ def main() -> int:
              "| case | runs | median ms | p90 ms |", "|---|---:|---:|---:|"]
     lines += [f"| {name} | {n} | {median:.1f} | {p90:.1f} |" for name, n, median, p90 in rows]
     before, after = statistics.median(times[f"before ({args.before})"]), statistics.median(times["after (this tree)"])
-    lines += ["", f"after - before: {after - before:+.1f} ms per call (median)"]
+    paired = statistics.median(a - b for a, b in zip(times["after (this tree)"], times[f"before ({args.before})"]))
+    lines += ["", f"after - before: {after - before:+.1f} ms per call (medians); median of the {args.runs} "
+              f"differences within a round: {paired:+.1f} ms"]
     text = "\n".join(lines) + "\n"
     print(text)
     OUT.mkdir(parents=True, exist_ok=True)

