@@ -138,6 +138,9 @@ def test_echo_authors_trains_a_lora_adapter_on_geoqa_only():
     assert (job_settings(echo, geoqa).lora_rank, job_settings(echo, geoqa).reference) == (128, False)
     assert (job_settings(echo, geometry).lora_rank, job_settings(echo, geometry).reference) == (0, True)
     assert (job_request(echo, geoqa).gpus, job_request(echo, geometry).gpus) == (1, 4)
+    # issue 53 item 6: their GeoQA cells evaluate the checkpoint of round 654 (standalone_inference.py:22)
+    assert job_method_settings(echo, geoqa)["hyperparameters"]["stop_after_rounds"] == 654
+    assert job_method_settings(echo, geometry)["hyperparameters"]["stop_after_rounds"] is None
 
 
 def test_evaluation_and_conversion_ask_for_the_weights_on_the_host():

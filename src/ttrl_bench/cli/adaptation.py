@@ -49,6 +49,7 @@ def cmd_adapt(args) -> None:
         "adapt_seconds": seconds,
         "adapt_sample_ids": list(samples["id"]),
         "optimizer_steps": train_log.attrs["optimizer_steps"],
+        "skipped_steps": train_log.attrs["skipped_steps"],  # non-finite gradient norms, not applied
         "losses": train_log.attrs["losses"],
         "learning_rates": train_log.attrs["learning_rates"],  # per optimizer step (verl logs actor/lr per round)
         "rollout_temperature": train_log.attrs["temperature"],
