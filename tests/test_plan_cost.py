@@ -257,7 +257,7 @@ def test_gpu_hours_are_gpus_times_predicted_minutes_and_the_limit_twice_the_minu
     assert (d.gpus, d.offload, d.gpu_hours, d.runtime_min) == (1, True, 2.67, 320)
 
 
-def test_the_plan_reports_a_4_gpu_adaptations_gpu_hours_from_its_predicted_minutes():
+def test_the_plan_reports_a_4_gpu_adaptations_gpu_hours_from_its_predicted_minutes(tmp_path):
     """VR-TTRL per sample on Qwen2.5-VL-7B (tests/test_plan.py: Request(4, 389000, 369, micro_batch=2)). The limit
     369 = ceil(2 x minutes), so the predicted minutes are in (184, 184.5] and the plan's GPU-hours 4 x minutes / 60
     in (12.267, 12.300]: 12.27 .. 12.30 at 2 decimals, its minutes column round(GPU-hours x 60 / 4) = 184. (The
@@ -265,7 +265,9 @@ def test_the_plan_reports_a_4_gpu_adaptations_gpu_hours_from_its_predicted_minut
     from ttrl_bench.plan import Plan, load_config
     from ttrl_bench.plan.resources import plan_table
 
-    plan = Plan(load_config("config/vr-ttrl.yaml"))
+    overlay = tmp_path / "rollouts.yaml"  # the 1,024-token rollouts of test_plan.py's job (authors: 2,000)
+    overlay.write_text("adaptation: {hyperparameters: {grounding: {max_completion_length: 1024}}}\n")
+    plan = Plan(load_config("config/vr-ttrl.yaml", overlay))
     job = next(j for j in plan.jobs() if j.method == "vr-ttrl" and j.model == "qwen2.5-vl-7b")
     plan.jobs = lambda: [job]  # the one job's row (the full table decides 48 jobs)
     rows, totals = plan_table(plan)
