@@ -217,7 +217,7 @@ def test_describe_keeps_the_named_task_sections_and_prints_the_configs_own_value
     """What `ttrl-bench plan` prints per protocol (cli/planning.py: the config's sections, the config's values).
     A setting belongs to the section that holds its key: evaluation.<section>.<key>,
     adaptation.hyperparameters.<section>.<key>. Counted in SETTINGS by hand: mcq 3 evaluation + 10 adaptation
-    keys = 14; math 7 + 16 = 23; grounding 4 evaluation keys, in SETTINGS' order. Under clean a setting prints our
+    keys = 15; math 7 + 18 = 25; grounding 4 evaluation keys, in SETTINGS' order. Under clean a setting prints our
     value where SETTINGS has one (query_form: as_given), else "the config's"; a value the config sets (512 tokens)
     replaces either, with the protocol's reason kept; keys the config lacks keep the protocol's value."""
     from ttrl_bench.plan.protocols import describe
@@ -230,8 +230,8 @@ def test_describe_keeps_the_named_task_sections_and_prints_the_configs_own_value
         "evaluation.grounding.max_new_tokens = 512: the rollouts' budget (VR-TTRL presets' max_completion_length); "
         "the paper states none for evaluation",
     ]
-    assert len(describe("authors", None, {"mcq"})) == 14 and len(describe("clean", None, {"math"})) == 23
-    assert len(describe("authors", None, {"mcq", "math"})) == 37 and describe("authors", None, set()) == []
+    assert len(describe("authors", None, {"mcq"})) == 15 and len(describe("clean", None, {"math"})) == 25
+    assert len(describe("authors", None, {"mcq", "math"})) == 40 and describe("authors", None, set()) == []
     # a key or a config level is no section: nothing of either path shape is kept for it
     assert describe("authors", None, {"hyperparameters", "chat_template", "max_new_tokens", "evaluation"}) == []
     authors = describe("authors", {"evaluation": {"mcq": {"max_new_tokens": 16}}, "adaptation": {}}, {"mcq"})

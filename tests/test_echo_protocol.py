@@ -308,6 +308,7 @@ def test_one_echo_step_under_the_authors_update_uses_the_sampled_confidence(demo
     authors = dict(load_config(REPO / "config" / "echo.yaml")["adaptation"]["hyperparameters"]["math"])
     authors.pop("answer_parser")
     authors.pop("lora")  # GeoQA's adapter, resolved per training set by the plan: a Geometry3k job has none
+    authors.pop("stop_after_rounds")  # GeoQA's 654 rounds, resolved alike
     layer = {**authors, **ONE_STEP, "n_votes": 8, "micro_batch_size": 2, "generation_batch_size": 16,
              "rollout_backend": "hf"}
     spec = resolve_method("echo", layer)

@@ -101,7 +101,7 @@ def test_paper_grids(config, counts):
 EIGHT_B_TTRV = Job("adapt", "internvl3-8b", "ttrv", "ai2d", None, "n20_random", 0)
 
 
-def test_adaptation_requests_are_the_cost_models_decision():
+def test_adaptation_requests_are_the_cost_models_decision(tmp_path):
     """InternVL3-8B (7,944,373,760 parameters, 7,640,361,472 trained: vision tower frozen), TTRV with a
     KL reference and vLLM at 0.3 of each GPU. On 2 GPUs half the fp32 weights + gradients + AdamW state
     (123.5 GB / 2) plus 18 GB of activations, x 0.784 calibration, + a bf16 reference shard (7.9) + vLLM
@@ -117,7 +117,10 @@ def test_adaptation_requests_are_the_cost_models_decision():
     # leave each of 4 processes 2, so the preset's micro-batch of 4 runs as 2 (adaptation/layout.py). Its
     # patch merger trains (Appendix C.1's subset): the traced step's FLOPs 2.938e14 against 2.673e14 with
     # the merger frozen (the backward now reaches into the vision tower's merger); limit 2 x (174.27 + 6.25) -> 362
-    vr = paper("vr-ttrl.yaml")
+    # with 1,024-token rollouts (the `authors` protocol's are Seg-Zero's 2,000: a key the config sets wins)
+    overlay = tmp_path / "rollouts.yaml"
+    overlay.write_text("adaptation: {hyperparameters: {grounding: {max_completion_length: 1024}}}\n")
+    vr = Plan(load_config(REPO / "config" / "vr-ttrl.yaml", overlay))
     job = next(j for j in vr.jobs() if j.method == "vr-ttrl" and j.model == "qwen2.5-vl-7b")
     assert job_request(vr, job) == Request(4, 389000, 362, micro_batch=2)
     assert job_method_settings(vr, job)["hyperparameters"]["micro_batch_size"] == 2
@@ -139,6 +142,9 @@ def test_echo_authors_trains_a_lora_adapter_on_geoqa_only():
     assert (job_settings(echo, geoqa).lora_rank, job_settings(echo, geoqa).reference) == (128, False)
     assert (job_settings(echo, geometry).lora_rank, job_settings(echo, geometry).reference) == (0, True)
     assert (job_request(echo, geoqa).gpus, job_request(echo, geometry).gpus) == (1, 4)
+    # issue 53 item 6: their GeoQA cells evaluate the checkpoint of round 654 (standalone_inference.py:22)
+    assert job_method_settings(echo, geoqa)["hyperparameters"]["stop_after_rounds"] == 654
+    assert job_method_settings(echo, geometry)["hyperparameters"]["stop_after_rounds"] is None
 
 
 def test_evaluation_and_conversion_ask_for_the_weights_on_the_host():
@@ -521,8 +527,8 @@ def test_the_clean_protocols_stated_values_are_the_schemas_defaults():
             node = "as_given"  # unset: no --query-form flag, the CLI's default (cli/evaluation.py) applies
         assert node == ours, path
         checked += 1
-    assert checked == 12  # mcq: chat_template, choice_parser; grounding: sam2, input_size, query_form,
-    # max_new_tokens; math: prompt, temperature, top_p, top_k, max_new_tokens, grader
+    assert checked == 13  # mcq: chat_template, choice_parser; grounding: sam2, input_size, query_form,
+    # max_new_tokens; math: prompt, temperature, top_p, top_k, max_new_tokens, min_image_side, grader
 
 
 def test_config_layers_win_in_order_preset_task_math_method():

@@ -271,7 +271,7 @@ def test_gpu_hours_are_gpus_times_predicted_minutes_and_the_limit_twice_the_minu
     assert (d.gpu_hours, d.runtime_min) == (round(4 * (50 / (312 / 154.8) + 2.15) / 60, 2), 113) == (1.8, 113)
 
 
-def test_the_plan_reports_a_4_gpu_adaptations_gpu_hours_from_its_predicted_minutes():
+def test_the_plan_reports_a_4_gpu_adaptations_gpu_hours_from_its_predicted_minutes(tmp_path):
     """VR-TTRL per sample on Qwen2.5-VL-7B (tests/test_plan_jobs.py works it by hand: 174.27 compute minutes at the
     authors' A6000 rate, 29.43 minutes on the default H100 with the start-up, limit 362). The plan's row: minutes
     round(1.96 x 60 / 4) = 29, GPU-hours 4 x 29.43 / 60 = 1.96, the limit beside them. (The SLURM limit's
@@ -279,7 +279,9 @@ def test_the_plan_reports_a_4_gpu_adaptations_gpu_hours_from_its_predicted_minut
     from ttrl_bench.plan import Plan, load_config
     from ttrl_bench.plan.resources import plan_table
 
-    plan = Plan(load_config("config/vr-ttrl.yaml"))
+    overlay = tmp_path / "rollouts.yaml"  # the 1,024-token rollouts of test_plan.py's job (authors: 2,000)
+    overlay.write_text("adaptation: {hyperparameters: {grounding: {max_completion_length: 1024}}}\n")
+    plan = Plan(load_config("config/vr-ttrl.yaml", overlay))
     job = next(j for j in plan.jobs() if j.method == "vr-ttrl" and j.model == "qwen2.5-vl-7b")
     plan.jobs = lambda: [job]  # the one job's row (the full table decides 48 jobs)
     rows, totals = plan_table(plan)

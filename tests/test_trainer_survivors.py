@@ -369,3 +369,52 @@ def test_the_loss_forward_clamps_its_calls_reference_and_no_later_forward_does(m
     assert trainer._kl_clamp_inputs is None
     trainer._get_per_token_logps_and_entropies("m", "ids", "mask", 2)  # a later forward leaves it alone
     assert target["ref_per_token_logps"].tolist() == [[-1.0, pytest.approx(-3.84141, abs=1e-5)]]
+
+
+def test_verl_deals_a_rounds_rollouts_into_steps_as_consecutive_chunks_of_balanced_partitions():
+    """Issue 53 item 3. 8 rollouts of 2 prompts (4 each), token lengths 5 1 7 3 2 8 4 6 (prompt 1 + completion
+    mask), 2 optimizer steps of 2 micro-batches of 2. verl (ray_trainer.py:1182, seqlen_balancing.py with
+    equal_size) balances them into 2 partitions: sorted (length, index) pairs taken 2 at a time, the two states
+    of largest spread merged, largest first -> [0, 3, 4, 5] (5+3+2+8 = 18) and [1, 2, 6, 7] (1+7+4+6 = 18); each
+    GPU's mini-batches are consecutive chunks of 2 (dp_actor.py:294-300): step 0 = [0, 3] + [1, 2], step 1 =
+    [4, 5] + [6, 7]; the micro-batches are TRL's consecutive pairs of that order. Lists and 0-d tensors too."""
+    from ttrl_bench.adaptation.vote_selection import verl_step_order
+
+    assert verl_step_order([5, 1, 7, 3, 2, 8, 4, 6], 2, 2) == [0, 3, 1, 2, 4, 5, 6, 7]
+    lengths = torch.tensor([5, 1, 7, 3, 2, 8, 4, 6])
+    batch = {"id": torch.arange(8), "name": list("abcdefgh"), "prompt_mask": torch.ones(8, 1, dtype=torch.long),
+             "completion_mask": (torch.arange(8).unsqueeze(0) < (lengths - 1).unsqueeze(1)).long(),
+             "num_items": torch.tensor(8), "none": None}
+    args = SimpleNamespace(steps_per_generation=4, gradient_accumulation_steps=2)
+    trainer = bare_trainer(step_order="verl", model=SimpleNamespace(training=True), args=args, num_iterations=1,
+                           num_generations=4, _step=0, _buffered_inputs=None)
+    trainer._generate_and_score_completions = lambda generation_batch: generation_batch
+    first = trainer._prepare_inputs(batch)
+    assert [b["id"].tolist() for b in trainer._buffered_inputs] == [[0, 3], [1, 2], [4, 5], [6, 7]]
+    assert first["name"] == ["a", "d"] and first["num_items"].item() == 8 and first["none"] is None
+    with pytest.raises(ValueError, match="step_order verl: 8 rollouts in 2 partitions do not split into 3 steps"):
+        verl_step_order([1] * 8, 2, 3)
+    with pytest.raises(ValueError, match="step_order = 'sorted'; known: shuffled, verl"):
+        trainer_module.TestTimeGRPOTrainer(n_votes=1, forbidden_token_ids=[], step_order="sorted", args=args)
+
+
+def test_a_run_stops_after_its_rounds_with_the_whole_runs_schedule():
+    """Issue 53 item 6: ECHO's GeoQA checkpoint is round 654 (standalone_inference.py:22). A round of their
+    script is 8 optimizer steps (TRL: 32 micro-batches per generation batch, 4 per step), so training stops at
+    the end of step 654 x 8 = 5,232 and not one step before; the schedule is not touched (transformers'
+    max_steps stays the whole run's)."""
+    from transformers import TrainerControl
+
+    from ttrl_bench.adaptation.hyperparameters import rounds_for_dataset
+    from ttrl_bench.adaptation.utils import StopAfterRounds
+
+    args = SimpleNamespace(steps_per_generation=32, gradient_accumulation_steps=4)
+    stop = StopAfterRounds(654)
+    for step, stops in [(5231, False), (5232, True)]:
+        control = TrainerControl()
+        stop.on_step_end(args, SimpleNamespace(global_step=step, max_steps=5000 * 8), control)
+        assert control.should_training_stop is stops
+    assert rounds_for_dataset({"geoqa": 654}, "geoqa") == 654 and rounds_for_dataset({"geoqa": 654}, "x") is None
+    assert rounds_for_dataset(None, "geoqa") is None
+    with pytest.raises(ValueError, match="stop_after_rounds resolves to"):
+        StopAfterRounds({"geoqa": 654})

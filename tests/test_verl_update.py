@@ -284,3 +284,26 @@ def test_the_authors_diversity_term_keeps_verls_residue_of_an_agreeing_group():
     assert torch.equal(verl, torch.stack(verl_advantages_by_hand([theirs] * 16, 16)))
     assert verl[0].item() == pytest.approx(0.0561, abs=1e-4)
     assert torch.equal(verl_group_advantages(torch.tensor(rewards["paper"]), 16), torch.zeros(16))
+
+
+def test_a_non_finite_gradient_norm_skips_the_step_and_never_reaches_the_weights(demo_data, tiny_model_dir, tmp_path,
+                                                                                 monkeypatch):
+    """Issue 53 item 2. verl's _optimizer_step (dp_actor.py:198-212): a gradient norm that is not finite is not
+    stepped (zero_grad instead). A hook makes one trainable parameter's gradient NaN in every backward; with
+    rewards that differ (advantages nonzero) the run's 2 optimizer steps are both skipped: every weight equal to
+    the start bit for bit (AdamW would have written NaN into them), no AdamW state, 2 skipped steps in the log."""
+    monkeypatch.setattr(reward_bridge, "get_reward", lambda name, **params: Reward(
+        lambda answers: [float(i % 2) for i in range(len(answers))]))
+    model, processor = load_model(str(tiny_model_dir), dtype="fp32")
+    samples = select_adaptation_samples(load_manifest(demo_data, "test"), 2, seed=0)
+    spec = resolve_method("ttrv", {"num_generations": 4, "n_votes": 4, "generation_batch_size": 8, "micro_batch_size": 4,
+                                   "max_completion_length": 2, "epochs": 1, "rollout_backend": "hf",
+                                   "learning_rate": 1e-2, "kl_beta": 0.0, **VERL_UPDATE})
+    start = {n: p.detach().clone() for n, p in model.named_parameters()}
+    adaptation = grpo.TestTimeAdaptation(model, processor, samples, demo_data, spec, tmp_path, seed=0)
+    name, poisoned = next((n, p) for n, p in model.named_parameters() if "language_model" in n and p.requires_grad)
+    poisoned.register_hook(lambda grad: torch.full_like(grad, float("nan")))
+    log = adaptation.run()
+    assert log.attrs["optimizer_steps"] == 2 and log.attrs["skipped_steps"] == 2
+    assert all(torch.equal(p, start[n]) for n, p in model.named_parameters()), name
+    assert not adaptation.trainer.optimizer.state

@@ -38,7 +38,7 @@ from .config import forbidden_token_kwargs, grpo_config, lora_config, rollout_ba
 from .layout import check_votes, fit_to_samples
 from .reward_bridge import GroupReward
 from .trainer import TestTimeGRPOTrainer
-from .utils import ProgressLog, out_of_memory_message, save_adapted
+from .utils import ProgressLog, StopAfterRounds, out_of_memory_message, save_adapted
 from .verl_update import check_verl_update
 from .weights import WeightSnapshot
 
@@ -125,7 +125,7 @@ class TestTimeAdaptation:
                              method.get("vllm")),
             train_dataset=adaptation_dataset(manifest, image_root),
             processing_class=processor,
-            callbacks=[self.progress],
+            callbacks=[self.progress, *([StopAfterRounds(hp["stop_after_rounds"])] if hp.get("stop_after_rounds") else [])],
             n_votes=n_votes,
             forbidden_token_ids=forbidden,
             lr_schedule_per=hp.get("lr_schedule_per", "step"),
@@ -133,6 +133,7 @@ class TestTimeAdaptation:
             kl_clamp=hp.get("kl_clamp"),
             decay_every_parameter=hp.get("decay_every_parameter", False),
             trained_votes=hp.get("trained_votes", "first"),
+            step_order=hp.get("step_order", "shuffled"),
             token_confidence=hp.get("token_confidence", "top_k"),
             peft_config=lora_config(hp.get("lora")),  # TRL wraps the model; its reference: the adapter off
         )
@@ -160,6 +161,7 @@ class TestTimeAdaptation:
         self.reward = trainer.reward_funcs[0] = self.new_reward()  # its log, and a seeded reward's stream
         self.reward.policy = (self.model, self.processor)
         self.progress.losses, self.progress.learning_rates, self.progress.step_times = [], [], []
+        trainer.skipped_steps = 0
 
     def run(self, manifest: pd.DataFrame | None = None, image_root: Path | None = None,
             before: WeightSnapshot | None = None, save_dtype: torch.dtype | None = None) -> pd.DataFrame:
@@ -182,6 +184,7 @@ class TestTimeAdaptation:
         records.attrs["losses"] = self.progress.losses
         records.attrs["learning_rates"] = self.progress.learning_rates
         records.attrs["step_times"] = self.progress.step_times
+        records.attrs["skipped_steps"] = trainer.skipped_steps  # non-finite gradient norms (trainer._get_grad_norm)
         records.attrs["temperature"] = self.hp["temperature"]  # resolved: "family" names none
         records.attrs["verifications"] = self.reward.verifications
         records.attrs["weights_changed"] = before.changed_fraction(model)

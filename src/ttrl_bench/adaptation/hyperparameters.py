@@ -48,10 +48,13 @@ from __future__ import annotations
 #   the first-listed Karmarkar-Karp partitions, so its choice leans on the completions' lengths.
 #   `trained_votes` "verl" reproduces that choice (adaptation/vote_selection.py, equal to verl's partitioner on
 #   3,000 random rounds); "first" (default) trains the first 16 sampled, an unbiased draw.
-# Left out, with what it changes:
 # - how a step's 16 are drawn: after the cut verl balances the 64 trained again (ray_trainer.py:1182), each GPU
-#   takes its partition (prompt-major) and its mini-batches of 4 are consecutive chunks of it (dp_actor.py:294-298),
-#   so a step's 16 = 4 per GPU; TRL shuffles a generation batch across its steps. Both mix prompts within a step.
+#   takes its partition and its mini-batches of 4 are consecutive chunks of it (dp_actor.py:294-300), so a step's
+#   16 = 4 per GPU; TRL shuffles a generation batch across its steps. `step_order` "verl" deals them as verl does
+#   (vote_selection.py verl_step_order), "shuffled" (default) is TRL's. Both mix prompts within a step.
+# - a non-finite gradient norm skips the optimizer step, as verl's _optimizer_step (dp_actor.py:198-212), under
+#   every setting (trainer.py _get_grad_norm).
+# Left out, with what it changes:
 # - old and reference log-probs: verl computes them on all 32 votes; only the 16 trained use them (no effect).
 TTRV_HYPERPARAMETERS = {
     "learning_rate": 5e-7,
@@ -139,8 +142,9 @@ VR_TTRL_HYPERPARAMETERS = {
 # warm-up; verl's defaults (ppo_trainer.yaml): weight decay 1e-2, grad clip 1.0, clip ratio 0.2, std-scaled
 # group advantages, vision tower trained (no freeze in the authors' code). The same settings run MM-UPT and
 # supervised GRPO, so the three differ in the update rule or the reward alone.
-# Departures: TRL shuffles a generation batch's completions across its optimizer steps (verl: one prompt per
-# mini-batch, in order); TRL's loss over the whole step (dapo) and no dual clip.
+# Departures: TRL shuffles a generation batch's completions across its optimizer steps (verl balances the round
+# into one partition per GPU and takes consecutive chunks of each: `step_order` "verl" under `authors`); TRL's loss
+# over the whole step (dapo) and no dual clip.
 # Where the paper and the authors' shipped scripts differ, the scripts' value is the `authors` protocol's
 # (plan/protocols.py, config `adaptation.hyperparameters.math`; the presets keep the paper's, the `clean` run):
 # - prompts per round: Table 5's 5 vs the script's DATA_TRAIN_BATCH_SIZE=8 (geometry3k.sh:26; its checkpoint
@@ -221,6 +225,12 @@ OPTIONAL_HYPERPARAMETERS = {
     "token_confidence",
     # which votes are trained (adaptation/vote_selection.py): "first" unless set; verl's under `authors`
     "trained_votes",
+    # how a round's rollouts make its optimizer steps (adaptation/vote_selection.py verl_step_order): TRL's
+    # "shuffled" unless set; "verl" under `authors`
+    "step_order",
+    # the rounds after which a training set's run stops, its schedule the whole run's ({dataset: rounds},
+    # rounds_for_dataset; adaptation/utils.py StopAfterRounds): none unless set (ECHO's `authors`: GeoQA, 654)
+    "stop_after_rounds",
     # TTRV's diversity term (rewards/voting.py ttrv `entropy`): the preset's "paper" unless set; "normalized"
     # (H / log M) under `authors`
     "diversity_entropy",
@@ -247,3 +257,14 @@ def lora_for_dataset(lora: dict | None, dataset: str) -> dict | None:
         raise ValueError(f"adaptation.hyperparameters.<task>.lora = {lora!r}: needs rank, alpha and datasets "
                          f"(target_modules optional); unknown: {sorted(unknown)}")
     return {k: v for k, v in lora.items() if k != "datasets"} if dataset in lora["datasets"] else None
+
+
+def rounds_for_dataset(stop: dict | int | None, dataset: str) -> int | None:
+    """Hyper-parameter `stop_after_rounds` for one adaptation job: the rounds given for `dataset` (the training
+    set), else None (the whole run). ECHO's `authors` protocol stops GeoQA at their checkpoint's 654 rounds."""
+    if stop is None or isinstance(stop, int):
+        return stop
+    if not isinstance(stop, dict):
+        raise ValueError(f"adaptation.hyperparameters.<task>.stop_after_rounds = {stop!r}: a mapping "
+                         "{training set: rounds}")
+    return stop.get(dataset)

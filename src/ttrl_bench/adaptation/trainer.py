@@ -6,9 +6,14 @@ decay and per-round lr schedule (verl_update.py), and ECHO's token advantages an
 
 from __future__ import annotations
 
+import logging
+import math
+from unittest import mock
+
 import torch
 from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
+from trl.trainer import grpo_trainer as trl_grpo
 
 from ..generation.precision import generation_precision
 from ..runs.processes import process_state
@@ -16,8 +21,10 @@ from .echo import LogitStatistics, adaptive_clip, check_token_confidence, check_
 from .placement import trl_construction_overrides
 from .reward_bridge import completion_text
 from .utils import vllm_rollout_failure
-from .verl_update import check_verl_update, clamped_reference, per_round_schedule, verl_group_advantages
-from .vote_selection import TRAINED_VOTES, trained_first_order, verl_trained_votes
+from .verl_update import check_verl_update, clamped_reference, per_round_schedule, steps_per_round, verl_group_advantages
+from .vote_selection import STEP_ORDERS, TRAINED_VOTES, trained_first_order, verl_step_order, verl_trained_votes
+
+log = logging.getLogger(__name__)
 
 
 class PlaceholderInRolloutError(RuntimeError):
@@ -49,7 +56,7 @@ class TestTimeGRPOTrainer(GRPOTrainer):
     def __init__(self, *args, n_votes: int, forbidden_token_ids: list[int], update: dict | None = None,
                  lr_schedule_per: str = "step", advantages: str = "trl", kl_clamp: float | None = None,
                  decay_every_parameter: bool = False, token_confidence: str = "top_k", trained_votes: str = "first",
-                 **kwargs):
+                 step_order: str = "shuffled", **kwargs):
         if lr_schedule_per not in ("step", "round"):
             raise ValueError(f"adaptation.hyperparameters.<task>.lr_schedule_per = {lr_schedule_per!r}; known: step, round")
         check_verl_update({"advantages": advantages, "kl_clamp": kl_clamp})
@@ -67,6 +74,10 @@ class TestTimeGRPOTrainer(GRPOTrainer):
         if trained_votes not in TRAINED_VOTES:
             raise ValueError(f"adaptation.hyperparameters.<task>.trained_votes = {trained_votes!r}; known: {', '.join(TRAINED_VOTES)}")
         self.trained_votes = trained_votes  # which votes are trained: vote_selection.py
+        if step_order not in STEP_ORDERS:
+            raise ValueError(f"adaptation.hyperparameters.<task>.step_order = {step_order!r}; known: {', '.join(STEP_ORDERS)}")
+        self.step_order = step_order  # how a round's rollouts make its steps: TRL's shuffle or verl's chunks
+        self.skipped_steps = 0  # optimizer steps skipped for a non-finite gradient norm (`_get_grad_norm`)
         self._gathered_rewards_per_func = None  # the last generation batch's rewards, all processes' (verl's advantages)
         with trl_construction_overrides(n_votes // kwargs["args"].num_generations):  # check_votes: a multiple
             super().__init__(*args, **kwargs)
@@ -97,6 +108,37 @@ class TestTimeGRPOTrainer(GRPOTrainer):
         if self.args.data_seed is not None:
             sampler.generator.manual_seed(self.args.data_seed)
         return sampler
+
+    def _prepare_inputs(self, generation_batch):
+        """TRL's; under `step_order: verl` a round's rollouts are dealt into its steps as verl deals them
+        (vote_selection.verl_step_order) where TRL shuffles them (`shuffle_sequence_dict`): this process's rows,
+        balanced by token count into one partition per prompt."""
+        if self.step_order == "shuffled" or not self.model.training:
+            return super()._prepare_inputs(generation_batch)
+        steps = steps_per_round(self.args)
+
+        def in_verl_order(batch: dict) -> dict:
+            lengths = (batch["prompt_mask"].sum(1) + batch["completion_mask"].sum(1)).tolist()
+            order = verl_step_order(lengths, max(1, len(lengths) // self.num_generations), steps)
+            return {key: value if value is None or (isinstance(value, torch.Tensor) and value.ndim == 0)
+                    else value[order] if isinstance(value, torch.Tensor) else [value[i] for i in order]
+                    for key, value in batch.items()}
+
+        with mock.patch.object(trl_grpo, "shuffle_sequence_dict", in_verl_order):
+            return super()._prepare_inputs(generation_batch)
+
+    def _get_grad_norm(self, model, grad_norm=None):
+        """transformers' pre-clip norm; where it is not finite the step is skipped, as verl's `_optimizer_step`
+        does (TTRV dp_actor.py:198-212: zero_grad instead of step): every gradient is set to None, so AdamW
+        leaves each parameter and its moments untouched, and no NaN reaches the weights. Both protocols."""
+        grad_norm = super()._get_grad_norm(model, grad_norm)
+        value = float(grad_norm) if grad_norm is not None else 0.0
+        if not math.isfinite(value):
+            self.skipped_steps += 1
+            log.warning("step %d: gradient norm %s is not finite; optimizer step skipped (%d so far)",
+                        self.state.global_step + 1, value, self.skipped_steps)
+            model.zero_grad(set_to_none=True)
+        return grad_norm
 
     def get_decay_parameter_names(self, model) -> list[str]:
         """The parameters weight decay applies to: transformers' choice (no biases, no norms), or every one (verl's)."""

@@ -40,6 +40,24 @@ class ProgressLog(TrainerCallback):
             log.info("step %d/%d %s", state.global_step, state.max_steps, {k: round(v, 4) for k, v in logs.items() if isinstance(v, float)})
 
 
+class StopAfterRounds(TrainerCallback):
+    """Training stopped after `rounds` generation rounds, the schedule still the whole run's: the ECHO authors'
+    GeoQA cells evaluate the checkpoint of round 654 (standalone_inference.py:22, global_step_654) of a run set
+    for 5 epochs (hyper-parameter stop_after_rounds). A round is `steps_per_round` optimizer steps."""
+
+    def __init__(self, rounds: int):
+        if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+            raise ValueError(f"adaptation.hyperparameters.<task>.stop_after_rounds resolves to {rounds!r}: a positive "
+                             "number of rounds per training set ({dataset: rounds}, resolved per job)")
+        self.rounds = rounds
+
+    def on_step_end(self, args, state, control, **kwargs):
+        from .verl_update import steps_per_round
+
+        if state.global_step >= self.rounds * steps_per_round(args):
+            control.should_training_stop = True
+
+
 def out_of_memory_message(model, hp: dict, err: Exception) -> str:
     free, total = torch.cuda.mem_get_info() if torch.cuda.is_available() else (0, 0)
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "this device"

@@ -16,6 +16,8 @@ n_samples_per_prompt of each prompt: the votes in the first-listed partitions. T
 from __future__ import annotations
 
 TRAINED_VOTES = ("first", "verl")
+# How a round's trained rollouts are dealt into its optimizer steps: TRL's shuffle, or verl's (`verl_step_order`)
+STEP_ORDERS = ("shuffled", "verl")
 
 
 def _set_key(items: list[tuple[int, int]]) -> tuple:
@@ -75,3 +77,17 @@ def trained_first_order(trained_positions: list[int], votes_per_prompt: int, cop
     for row, position in enumerate(trained_positions):
         order += [position, *rest[row * (copies - 1) : (row + 1) * (copies - 1)]]
     return order
+
+
+def verl_step_order(lengths: list[int], partitions: int, steps: int) -> list[int]:
+    """A round's trained rollouts (lengths in TRL's order) in the order whose consecutive chunks are verl's
+    optimizer steps: after the reward verl balances the batch again into `partitions` (its world size, one per
+    prompt in every TTRV and ECHO script: TTRV ray_trainer.py:1182, ECHO ray_trainer.py:1247-1248), each GPU takes
+    its partition and its mini-batches are consecutive chunks of it (dp_actor.py:294-300 `batch.split`), so step
+    s holds chunk s of every partition, the first-listed partition first. Each chunk's micro-batches follow in it."""
+    if partitions < 1 or len(lengths) % partitions or (len(lengths) // partitions) % steps:
+        raise ValueError(f"step_order verl: {len(lengths)} rollouts in {partitions} partitions do not split into "
+                         f"{steps} steps of equal chunks; use step_order shuffled or whole prompts per step")
+    chunk = len(lengths) // partitions // steps
+    parts = balanced_partitions(lengths, partitions)
+    return [i for s in range(steps) for part in parts for i in part[s * chunk : (s + 1) * chunk]]

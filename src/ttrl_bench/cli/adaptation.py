@@ -54,6 +54,7 @@ def cmd_adapt(args) -> None:
         "image_size_bound": method["image_size_bound"],
         "over_budget": over_budget,  # samples left out: their prompt exceeds adaptation.vllm.max_prompt_tokens
         "optimizer_steps": train_log.attrs["optimizer_steps"],
+        "skipped_steps": train_log.attrs["skipped_steps"],  # non-finite gradient norms, not applied
         "losses": train_log.attrs["losses"],
         "learning_rates": train_log.attrs["learning_rates"],  # per optimizer step (verl logs actor/lr per round)
         "rollout_temperature": train_log.attrs["temperature"],

@@ -51,6 +51,10 @@ SETTINGS = [
     (("adaptation", "hyperparameters", "mcq", "trained_votes"), "verl",
      "ray_trainer.py:974-1000, 1140-1160: the prompt's first 16 of 32 votes after _balance_batch's Karmarkar-Karp reorder",
      "first", "the first 16 sampled: an unbiased draw, independent of the completions' lengths"),
+    (("adaptation", "hyperparameters", "mcq", "step_order"), "verl",
+     "ray_trainer.py:1182 _balance_batch after the reward (one partition per GPU = per prompt), dp_actor.py:294-300: "
+     "each GPU's mini-batches consecutive chunks of its partition",
+     "shuffled", "TRL's shuffle of a round's rollouts across its steps (grpo_trainer.py _prepare_inputs)"),
     (("adaptation", "hyperparameters", "mcq", "vision_drop_path"), "checkpoint",
      "their logs' vision_config.drop_path_rate (0.1 InternVL3, 0.0 InternVL2.5): the remote-code InternViT drops "
      "paths in the update's train-mode forward (dp_actor.py:283), not in its eval-mode log-probs (:233)",
@@ -163,6 +167,14 @@ SETTINGS = [
      "main_ppo.py:283-286 create_rl_sampler: RandomSampler seeded data_config.get('seed', 1), no script sets one "
      "(geometry3k.sh; ppo_trainer.yaml data.shuffle True)",
      None, "the run's seed (the paper names none)"),
+    (("adaptation", "hyperparameters", "math", "step_order"), "verl",
+     "ray_trainer.py:1247-1248 _balance_batch (8 GPUs, geometry3k.sh:98), dp_actor.py:438-440: each GPU's "
+     "mini-batches consecutive chunks of its partition",
+     "shuffled", "TRL's shuffle of a round's rollouts across its steps"),
+    (("adaptation", "hyperparameters", "math", "stop_after_rounds"), {"geoqa": 654},
+     "standalone_inference.py:22: the GeoQA cells load global_step_654, a checkpoint 654 rounds into a run whose "
+     "schedule spans 5 epochs of 8 prompts a round",
+     None, "every round of the configured epochs (ECHO Appendix A.3: 5 epochs)"),
     (("adaptation", "hyperparameters", "math", "generation_batch_size"), 8 * 32,
      "geometry3k.sh:26 DATA_TRAIN_BATCH_SIZE=8 prompts x 32 rollouts a round (their checkpoint global_step_1310 = "
      "floor(2,101 / 8) x 5 epochs)",

@@ -13,7 +13,7 @@ import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..adaptation.hyperparameters import lora_for_dataset
+from ..adaptation.hyperparameters import lora_for_dataset, rounds_for_dataset
 from ..models.families import original_vision_drop_path
 from ..runs.launch import launcher
 from . import memory
@@ -174,6 +174,8 @@ def job_method_settings(plan: Plan, job: Job) -> dict:
         hp["vision_drop_path"] = original_vision_drop_path(entry.get("convert_from") or entry["source"])
     if "lora" in hp:  # the adapter of this job's training set, or none (adaptation/hyperparameters.py)
         hp["lora"] = lora_for_dataset(hp["lora"], job.dataset)
+    if "stop_after_rounds" in hp:  # the rounds this job's training set stops after, or none
+        hp["stop_after_rounds"] = rounds_for_dataset(hp["stop_after_rounds"], job.dataset)
     micro_batch = job_request(plan, job).micro_batch
     if micro_batch is not None:
         hp["micro_batch_size"] = micro_batch
