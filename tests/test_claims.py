@@ -214,3 +214,19 @@ def test_ingest_writes_the_claims_tables_and_the_front_page_section(tmp_path):
     section = claims_section(db)
     assert section[0] == "## The papers' claims, tested"
     assert "- **supported**: TTRV improves over the base model (ttrv-vs-base; +75.00 points [" in "\n".join(section)
+
+
+def test_a_giou_claim_is_decided_by_the_bootstrap_even_when_every_overlap_is_zero():
+    # the demo model's boxes miss every digit before and after VR-TTRL (docs/demo.md): gIoU 0 on each of 4
+    # scenes for both arms, so the difference is 0 with a zero-width interval: not resolved, no McNemar
+    runs = pd.DataFrame([_run("z", "zero-shot", train="none", target="scenes", metric="box_giou"),
+                         _run("v", "vr-ttrl", train="scenes", target="scenes", metric="box_giou")])
+    grounding = {"id": ["a", "b", "c", "d"], "intersection": [0] * 4, "union": [9] * 4, "correct": [False] * 4}
+    predictions = pd.concat([pd.DataFrame({"run_id": r, **grounding}) for r in ("z", "v")])
+    claims = analyse(runs, predictions, PUBLISHED, registry=REGISTRY)[0].set_index("claim")
+    row = claims.loc["vr-ttrl-vs-base"]
+    assert (row["difference"], row["low"], row["high"], row["test"], row["verdict"]) == (
+        0.0, 0.0, 0.0, "paired bootstrap", "not resolved")
+    # the same runs' counts (0 right of 4 either way) are 0/1 scores: McNemar, no discordant pair, p = 1
+    counting = claims.loc["vr-ttrl-vs-base-counting"]
+    assert (counting["test"], counting["p"], counting["verdict"]) == ("McNemar exact", 1.0, "not resolved")

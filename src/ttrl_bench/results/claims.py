@@ -151,7 +151,8 @@ def _test(claim: dict, strata: list[dict], key: str, reps: int) -> dict:
            "seed_sd": float(seed_means.std()) if len(seed_means) > 1 else math.nan,
            "test": "paired bootstrap", "p": math.nan, "only_arm": math.nan, "only_baseline": math.nan,
            "verdict": interval_verdict(low, high, claim["direction"])}
-    binary = all(np.isin(s["arm"], (0.0, 100.0)).all() and np.isin(s["base"], (0.0, 100.0)).all() for s in strata)
+    binary = claim["metric"] != "giou" and all(  # right or wrong per item (pass@1: greedy, one completion)
+        np.isin(s["arm"], (0.0, 100.0)).all() and np.isin(s["base"], (0.0, 100.0)).all() for s in strata)
     if len(strata) == 1 and binary:
         only_arm, only_base, p = mcnemar_exact(strata[0]["arm"] > 0, strata[0]["base"] > 0)
         row.update(test="McNemar exact", p=p, only_arm=only_arm, only_baseline=only_base,
