@@ -173,7 +173,7 @@ def test_figure_data_has_one_point_per_claim_and_cell_with_the_published_value_w
                             REGISTRY)
     points = figure_points(claims, cells)
     assert sorted(zip(points["claim"], points["label"].str.split("\n").str[1])) == sorted(
-        (claim, f"{model} / {dataset} (accuracy)") for claim in ("ttrv-vs-base", "ttrv-vs-random", "random-vs-base")
+        (claim, f"{model} / {dataset} (accuracy, 1 x 8 items)") for claim in ("ttrv-vs-base", "ttrv-vs-random", "random-vs-base")
         for model, dataset in (("demo", "digits"), ("internvl2.5-4b", "seed-bench")))
     assert (points["low"] <= points["difference"]).all() and (points["difference"] <= points["high"]).all()
     published = {(c, label.split("\n")[1].split(" / ")[0]): p

@@ -229,6 +229,7 @@ def figure_points(claims: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["claim", "label", "direction", "verdict", "difference", "low", "high",
                                      "published", "paper_low", "paper_high"])
     merged = cells.merge(claims[["claim", "direction", "paper_low", "paper_high"]], on="claim")
-    label = merged["claim"] + "\n" + merged["model"] + " / " + merged["dataset"] + " (" + merged["metric"] + ")"
+    label = (merged["claim"] + "\n" + merged["model"] + " / " + merged["dataset"] + " (" + merged["metric"] + ", "
+             + merged["seeds"].astype(int).astype(str) + " x " + merged["items"].astype(int).astype(str) + " items)")
     return merged.assign(label=label)[["claim", "label", "direction", "verdict", "difference", "low", "high",
                                        "published", "paper_low", "paper_high"]]
