@@ -50,3 +50,18 @@ def test_step_costs_give_per_sample_methods_their_own_y_range_and_keep_legends_o
         legend, panel = ax.get_legend().get_window_extent(), ax.get_window_extent()
         assert legend.x0 >= panel.x1  # right of the panel, over no curve
     assert [t.get_text() for t in length.get_legend().get_texts()] == ["m: TTRV (d)"]
+
+
+def test_claims_figure_grows_a_row_per_point_and_names_the_claims_not_run(tmp_path):
+    # claims.figure_points' columns: two tested cells (one with the paper's own cell), and none at all
+    points = pd.DataFrame({
+        "claim": ["ttrv-vs-base", "random-vs-base"], "label": ["ttrv-vs-base\nm / d", "random-vs-base\nm / d"],
+        "direction": ["greater", "less"], "verdict": ["supported", "not resolved"], "difference": [20.0, -3.0],
+        "low": [15.0, -7.0], "high": [25.0, 1.0], "published": [float("nan"), -4.96], "paper_low": [-10.14, -4.96],
+        "paper_high": [52.49, -1.53]})
+    figures.claims_forest(points, ["t3rl-vs-ttrl"], tmp_path / "two.png")
+    figures.claims_forest(points.iloc[:0], ["t3rl-vs-ttrl"], tmp_path / "none.png")
+    two, none = Image.open(tmp_path / "two.png"), Image.open(tmp_path / "none.png")
+    # 10 x (1.2 + 0.5 per point) inches at 150 dpi: 1500 x 330 for two points, 1500 x 255 for none (one row's room)
+    assert two.size == (1500, 330) and none.size == (1500, 255)
+    assert (tmp_path / "two.pdf").exists()

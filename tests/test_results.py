@@ -78,9 +78,10 @@ def test_ingest_is_idempotent_and_loads_the_published_numbers(tmp_path):
     db = tmp_path / "benchmark.duckdb"
     first = ingest(db, [eval_dir], [], [data_dir])
     second = ingest(db, [eval_dir], [], [data_dir])
-    # author_runs: one row per readable public TTRV log (71 of 91); author_steps: their rounds (shipped CSVs)
+    # author_runs: one row per readable public TTRV log (71 of 91); author_steps: their rounds (shipped CSVs);
+    # claims: the 16 of results/data/claims.csv, none with two arms run here (no claim_cells)
     assert first == second == {"runs": 1, "metrics": 2, "predictions": 2, "prep_stats": 1, "published": 587,
-                               "author_runs": 71, "author_steps": 5020}
+                               "author_runs": 71, "author_steps": 5020, "claims": 16}
     assert query(db, "SELECT value FROM runs")["value"].tolist() == [50.0]
     assert query(db, "SELECT count(*) AS n FROM published WHERE paper = 'ttrv' AND \"table\" = 1")["n"][0] == 126
 

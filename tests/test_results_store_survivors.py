@@ -23,6 +23,7 @@ import pandas as pd
 import pytest
 
 from ttrl_bench.results.author_logs import shipped_runs, shipped_steps
+from ttrl_bench.results.claims_registry import load_claims
 from ttrl_bench.results.store import (
     PREP_COLUMNS,
     PUBLISHED_CSV,
@@ -38,8 +39,9 @@ from ttrl_bench.results.store import (
 
 # the shipped tables every ingest loads (tests/test_results.py), counted from the files themselves: at this
 # writing published.csv has 587 rows, the TTRV authors' logs 71 readable runs and 5020 rounds
+# and the claims (results/data/claims.csv), each a row of the claims table, "not run" without runs
 SHIPPED = {"published": len(pd.read_csv(str(PUBLISHED_CSV))), "author_runs": len(shipped_runs()),
-           "author_steps": len(shipped_steps())}
+           "author_steps": len(shipped_steps()), "claims": len(load_claims())}
 
 
 def _metrics(run_id, *, method="ttrv", optional=True, versions=None):

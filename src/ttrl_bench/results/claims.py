@@ -78,12 +78,12 @@ def pair_runs(claim: dict, runs: pd.DataFrame) -> pd.DataFrame:
         return frame if claim["protocol"] == "any" else frame[frame["label"].str.startswith(claim["protocol"])]
 
     a, b = arm(claim["method"]), arm(claim["baseline"])
+    if a.empty or b.empty:
+        return pd.DataFrame(columns=[*CELL, "seed", "run_id", "run_id_b", "metric", "metric_b"])
     keys = ["model", "target_dataset", "items", "protocol", "seed"]
     if "zero-shot" not in (claim["method"], claim["baseline"]):
         keys += ["train_dataset", "n_adapt", "sampling"]
     pairs = a.merge(b, on=keys, suffixes=("", "_b"))
-    if pairs.empty:
-        return pd.DataFrame(columns=[*CELL, "seed", "run_id", "run_id_b", "metric", "metric_b"])
     if "n_adapt_b" in pairs:  # against the base model: the adapted arm names the cell
         # a base model evaluated under several adaptation sets (without exclusion they share one): the same set first
         same = (pairs["n_adapt"] == pairs["n_adapt_b"]) & (pairs["sampling"] == pairs["sampling_b"])
@@ -97,30 +97,39 @@ def pair_runs(claim: dict, runs: pd.DataFrame) -> pd.DataFrame:
     }).sort_values([*CELL, "seed"], ignore_index=True)
 
 
+def _train_of(method: str, name: str) -> str | None:
+    """The training set `method` names under `name` ("echo@{train}" names "echo@GeoQA": "GeoQA"), "" for
+    `name` itself, None for another method."""
+    if "{train}" not in name:
+        return "" if method == name else None
+    prefix, _, suffix = name.partition("{train}")
+    fits = method.startswith(prefix) and method.endswith(suffix) and len(method) > len(prefix) + len(suffix)
+    return method[len(prefix):len(method) - len(suffix)] if fits else None
+
+
 def published_differences(claim: dict, published: pd.DataFrame) -> pd.DataFrame:
-    """The paper's own `arm - baseline` per model, dataset (and training set) in the claim's tables, the
-    tables' Mean columns left out."""
-    out = []
+    """The paper's own `arm - baseline` per model, dataset (and training set, "" where none is named) in the
+    claim's tables, the tables' Mean columns left out."""
+    arm, base = claim["paper_method"] or claim["method"], claim["paper_baseline"] or claim["baseline"]
+    rows = []
     for table in filter(None, claim["tables"].split(";")):
         paper, number = table.split(":")
         cells = published[(published["paper"] == paper) & (published["table"] == int(number))
-                          & published["metric"].isin(PAPER_METRICS[claim["metric"]])
-                          & ~published["dataset"].str.endswith("Mean")]
-        sides = []
-        for name in (claim["paper_method"] or claim["method"], claim["paper_baseline"] or claim["baseline"]):
-            prefix, _, suffix = name.partition("{train}")
-            named = cells["method"] == name if "{train}" not in name else (
-                cells["method"].str.startswith(prefix) & cells["method"].str.endswith(suffix))
-            side = cells[named]
-            train = side["method"].str.slice(len(prefix), -len(suffix) or None) if "{train}" in name else None
-            sides.append(side.assign(train=train))
-        a, b = sides
-        on = ["model", "dataset", "metric"] + (["train"] if b["train"].notna().any() else [])
-        both = a.merge(b.drop(columns=[] if "train" in on else ["train"]), on=on, suffixes=("", "_b"))
-        out.append(both.assign(table=table, difference=both["value"] - both["value_b"])[
-            ["table", "model", "dataset", "train", "difference"]])
-    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=["table", "model", "dataset", "train",
-                                                                             "difference"])
+                          & published["metric"].isin(PAPER_METRICS[claim["metric"]])]
+        sides = ({}, {})
+        for method, model, dataset, metric, value in cells[["method", "model", "dataset", "metric", "value"]].itertuples(
+                index=False):
+            for side, name in zip(sides, (arm, base)):
+                train = _train_of(method, name)
+                if train is not None and not dataset.endswith("Mean"):
+                    side[(model, dataset, metric, train)] = value
+        for (model, dataset, metric, train), value in sides[0].items():
+            # a baseline without a training set (the base model) pairs with the arm on every one
+            other = sides[1].get((model, dataset, metric, train), sides[1].get((model, dataset, metric, "")))
+            if other is not None:
+                rows.append({"table": table, "model": model, "dataset": dataset, "train": train,
+                             "difference": value - other})
+    return pd.DataFrame(rows, columns=["table", "model", "dataset", "train", "difference"])
 
 
 def _seed(*parts: str) -> list[int]:
@@ -142,7 +151,8 @@ def _test(claim: dict, strata: list[dict], key: str, reps: int) -> dict:
            "seed_sd": float(seed_means.std()) if len(seed_means) > 1 else math.nan,
            "test": "paired bootstrap", "p": math.nan, "only_arm": math.nan, "only_baseline": math.nan,
            "verdict": interval_verdict(low, high, claim["direction"])}
-    binary = all(np.isin(s["arm"], (0.0, 100.0)).all() and np.isin(s["base"], (0.0, 100.0)).all() for s in strata)
+    binary = claim["metric"] != "giou" and all(  # right or wrong per item (pass@1: greedy, one completion)
+        np.isin(s["arm"], (0.0, 100.0)).all() and np.isin(s["base"], (0.0, 100.0)).all() for s in strata)
     if len(strata) == 1 and binary:
         only_arm, only_base, p = mcnemar_exact(strata[0]["arm"] > 0, strata[0]["base"] > 0)
         row.update(test="McNemar exact", p=p, only_arm=only_arm, only_baseline=only_base,
@@ -207,7 +217,7 @@ def _published_cell(claim: dict, paper: pd.DataFrame, cell: dict, metric: str, m
         return math.nan
     hit = paper[(paper["model"] == model_names.get(cell["model"], cell["model"]))
                 & (paper["dataset"] == dataset_names.get(cell["dataset"], cell["dataset"]))]
-    if hit["train"].notna().any():
+    if (hit["train"] != "").any():
         hit = hit[hit["train"] == dataset_names.get(cell["train"], cell["train"])]
     return float(hit["difference"].iloc[0]) if len(hit) else math.nan
 
@@ -219,6 +229,7 @@ def figure_points(claims: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["claim", "label", "direction", "verdict", "difference", "low", "high",
                                      "published", "paper_low", "paper_high"])
     merged = cells.merge(claims[["claim", "direction", "paper_low", "paper_high"]], on="claim")
-    label = merged["claim"] + "\n" + merged["model"] + " / " + merged["dataset"] + " (" + merged["metric"] + ")"
+    label = (merged["claim"] + "\n" + merged["model"] + " / " + merged["dataset"] + " (" + merged["metric"] + ", "
+             + merged["seeds"].astype(int).astype(str) + " x " + merged["items"].astype(int).astype(str) + " items)")
     return merged.assign(label=label)[["claim", "label", "direction", "verdict", "difference", "low", "high",
                                        "published", "paper_low", "paper_high"]]

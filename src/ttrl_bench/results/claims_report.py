@@ -41,14 +41,15 @@ def scope_sentence(claims: pd.DataFrame, cells: pd.DataFrame) -> str:
     run = claims[claims["verdict"] != "not run"]
     if run.empty:
         return "No claim has both of its arms run on the same items yet: every verdict is \"not run\"."
-    seeds, items = int(run["seeds"].max()), int(cells["items"].min())
-    datasets = ", ".join(sorted(set(cells["dataset"])))
+    seeds = int(run["seeds"].max())
+    sets = cells.groupby("dataset")["items"].max()
+    datasets = " and ".join(f"{n} {d}" for d, n in sets.sort_values(ascending=False).items())
     if seeds == 1:
-        return (f"One seed on {items} {datasets} items shows whether two runs' answers differ by more than the "
+        return (f"One seed on {datasets} items shows whether two runs' answers differ by more than the "
                 "choice of test items explains (the interval and McNemar's test count only that), not whether the "
                 "difference would survive another training seed or adaptation set, nor whether it holds on the "
                 "papers' models and datasets: the seed sd column needs config/claims-3-seeds.yaml.")
-    return (f"{seeds} seeds on {items} or more {datasets} items: the interval counts which items were drawn (seeds "
+    return (f"{seeds} seeds on {datasets} items: the interval counts which items were drawn (seeds "
             "are strata), the seed sd column how far a seed moves the difference; where the sd is near the "
             "interval's half-width, seeds matter as much as items.")
 

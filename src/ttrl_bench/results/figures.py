@@ -297,7 +297,7 @@ def claims_forest(points: pd.DataFrame, not_run: list[str], path: Path) -> None:
     (arm - baseline, points) with its 95% interval, coloured by verdict; a black diamond at the paper's
     difference for that very cell where it has one, a grey bar over the range of the paper's cells of the
     claim (its models and datasets, for scale). Claims with no run are named below the axes."""
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.5 * max(1, len(points))))
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.5 * max(1, len(points))))
     if points.empty:
         _empty(ax, "No claim has both of its arms run on the same items.")
     labels, legend = [], set()
@@ -308,7 +308,7 @@ def claims_forest(points: pd.DataFrame, not_run: list[str], path: Path) -> None:
     for y, row in enumerate(points.to_dict("records")):
         if not pd.isna(row["paper_low"]):
             ax.plot([row["paper_low"], row["paper_high"]], [y, y], color="lightgrey", lw=7, solid_capstyle="butt",
-                    zorder=1, label=once("paper's cells (range)"))
+                    zorder=1, label=once("the paper's cells\n(its models, datasets)"))
         ax.errorbar(row["difference"], y, xerr=[[row["difference"] - row["low"]], [row["high"] - row["difference"]]],
                     fmt="o", color=VERDICT_COLOURS.get(row["verdict"], "black"), capsize=3, zorder=3)
         if not pd.isna(row["published"]):
