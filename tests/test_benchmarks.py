@@ -87,3 +87,17 @@ def test_parser_gap_scores_logged_responses_by_both_parsers(tmp_path):
     table = parser_gap.gap(tmp_path)
     assert table.to_dict("records") == [{"dataset": "dtd", "responses": 2, "ours": 50.0, "theirs": 100.0, "differ": 1,
                                          "theirs - ours": 50.0}]
+
+
+@pytest.mark.workflow  # about 30 s: the cost model over 71 logs
+def test_plan_vs_logs_replays_every_shipped_log_with_timing(tmp_path):
+    """benchmarks/plan_vs_logs.py without the authors' raw logs (a repository path that does not exist): every log
+    of author_runs.csv gets a row with the median start-up and the A6000, and the summary lines are printed."""
+    out = tmp_path / "replay.md"
+    result = subprocess.run([sys.executable, "benchmarks/plan_vs_logs.py", "--repo", str(tmp_path / "none"),
+                             "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in out.read_text().splitlines() if line.startswith("| ") and line.endswith(" |")]
+    assert len(rows) == 1 + 71  # the header and the 71 logs
+    assert "not fetched: start-up = the median, card = A6000" in out.read_text()
+    assert "- adaptation, start-up included: median" in result.stdout and "evaluation 71/71" in result.stdout

@@ -294,12 +294,14 @@ def test_the_plan_reports_a_4_gpu_adaptations_gpu_hours_from_its_predicted_minut
 
 
 def test_decides_defaults_are_an_80_gb_gpu_an_adaptation_job_and_the_models_gpus_key(synthetic):
-    """Left out, the GPU memory is the schema's 80 GB and the refusal names an adaptation job and the
-    models.<name>.gpus key: 1 GPU, micro-batch 16, no offload: 116 + 16 (bf16 reference) + 2 + 1.5 x 16 = 158 GB."""
+    """Left out, the GPU memory is the default card's 80 GB (H100) and the refusal names an adaptation job, the
+    models.<name>.gpus key and the card's keys: 1 GPU, micro-batch 16, no offload: 116 + 16 (bf16 reference) + 2 +
+    1.5 x 16 = 158 GB."""
     with pytest.raises(ValueError, match=r"^adaptation job: predicted GPU peak 158\.0 GB per GPU \(training 158\.0, .*"
-                                         r"exceeds the GPU's 80 GB \(resources\.gpu_memory_gb\)\. Change "
-                                         r"models\.<name>\.gpus, the method's micro_batch_size / generation_batch_size, "
-                                         r"or resources\.gpu_memory_gb$"):
+                                         r"exceeds the GPU's 80 GB \(resources\.gpu_model's card, or "
+                                         r"resources\.gpu_memory_gb\)\. Change models\.<name>\.gpus, the method's "
+                                         r"micro_batch_size / generation_batch_size, or resources\.gpu_model / "
+                                         r"resources\.gpu_memory_gb$"):
         cost.decide(None, synthetic, gpus=1, micro_batch=16, offload=False)
 
 

@@ -10,7 +10,14 @@ from pathlib import Path
 def cmd_plan(args) -> None:
     from ..plan import Plan, load_config
 
-    _print_plan(Plan(load_config(*args.config)), args.gpu_memory_gb, args.gpus_per_node)
+    _print_plan(Plan(with_card(load_config(*args.config), args.gpu_model)), args.gpu_memory_gb, args.gpus_per_node)
+
+
+def with_card(config: dict, gpu_model: str | None) -> dict:
+    """The config with `--gpu-model` as its resources.gpu_model (the card the plan fits and times jobs for)."""
+    if gpu_model:
+        config.setdefault("resources", {})["gpu_model"] = gpu_model
+    return config
 
 
 def cmd_targets(args) -> None:
@@ -100,7 +107,7 @@ def cmd_cell(args) -> None:
     paper, number = split_table(args.table)
     source = Path(args.config or REPO / PAPER_CONFIGS[paper])
     config = cell_config(yaml.safe_load(source.read_text()), args.table, args.model, args.dataset)
-    plan = Plan(validated(copy.deepcopy(config)))
+    plan = Plan(with_card(validated(copy.deepcopy(config)), args.gpu_model))
     out = Path(args.out or cell_file_name(args.table, args.model, args.dataset))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(f"# {args.table} {args.model} {args.dataset}: cut from {source} by `ttrl-bench cell`\n"
@@ -128,7 +135,12 @@ def cmd_cell(args) -> None:
 def _gpus() -> argparse.ArgumentParser:
     """The options plan and cell share: the GPUs the plan decides for."""
     gpus = argparse.ArgumentParser(add_help=False)
-    gpus.add_argument("--gpu-memory-gb", type=float, default=None, help="default: config resources.gpu_memory_gb (80)")
+    from ..plan.cards import CARDS
+
+    gpus.add_argument("--gpu-model", choices=sorted(CARDS), default=None,
+                      help="the GPU card (default: config resources.gpu_model, else h100: H100 80 GB)")
+    gpus.add_argument("--gpu-memory-gb", type=float, default=None,
+                      help="overrides the card's memory (default: config resources.gpu_memory_gb, else the card's)")
     gpus.add_argument("--gpus-per-node", type=int, default=8, help="the GPUs of one node, for the node-hours total")
     return gpus
 

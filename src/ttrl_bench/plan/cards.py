@@ -44,7 +44,7 @@ DEFAULT_CARD = "h100"
 # 48 GB card, A6000 class (their paper's Appendix: "4 A100 + 4 A6000"); the fitted log
 # (ai2d InternVL3-2B "2e") is one of the 68.
 AUTHORS_CARD = "a6000"
-# The card the evaluation throughput was measured on (evaluation_cost.py, /work/shared gpu-probe: one H100 80 GB).
+# The card the evaluation throughput was measured on (evaluation_cost.py, docs/gpu-runs.md: one H100 80 GB).
 EVALUATION_CARD = "h100"
 
 

@@ -293,8 +293,8 @@ def decide(config, settings: JobSettings, gpu_memory_gb: float = 80, gpus: int |
     raise ValueError(
         f"{job}: predicted GPU peak {peak:.1f} GB per GPU (training {peaks['train_gb']:.1f}, generation "
         f"{peaks['generation_gb']:.1f}; {count} GPU(s), micro-batch {batch}, offload {offloaded}) exceeds the "
-        f"GPU's {gpu_memory_gb:g} GB (resources.gpu_memory_gb). Change {keys}, the method's "
-        "micro_batch_size / generation_batch_size, or resources.gpu_memory_gb")
+        f"GPU's {gpu_memory_gb:g} GB (resources.gpu_model's card, or resources.gpu_memory_gb). Change {keys}, the "
+        "method's micro_batch_size / generation_batch_size, or resources.gpu_model / resources.gpu_memory_gb")
 
 
 def _decision(config, settings, gpus, micro_batch, offload, peaks, card=None) -> Decision:

@@ -8,7 +8,7 @@ where `auto` might fall back to it), which times the margin (cost.py `MARGIN`) i
 - Prompt tokens: the image tokens of one image as the family's processor counts them (`image_token_bounds`),
   plus `TEXT_TOKENS`.
 - Output tokens: what the task's answers take (`TYPICAL_ANSWER_TOKENS`), at most `max_new_tokens`.
-- Throughput: measured on one H100 80 GB (/work/shared/reference/gpu-probe.md, InternVL3-2B size, 1.86 B
+- Throughput: measured on one H100 80 GB (docs/gpu-runs.md, InternVL3-2B size, 1.86 B
   parameters, 597 images at 896 px = 1,280 image tokens + about 60 text, 6 new tokens, greedy): HF generate
   21 items/s (batch 64), vLLM 36.2 items/s; scaled by parameters (FLOPs per token) and the card (cards.py).
 - The TTRV authors' validation was host-bound: about 4 items/s per job whatever the model or GPU count

@@ -15,7 +15,7 @@ from datetime import datetime
 _LAUNCH = re.compile(r"_(\d{4})_(\d{6})(?:_[a-z_]+)?\.log$")
 _STAMPS = (  # (pattern, strptime format of its group, after the year is put in front)
     (re.compile(r"^(?:\x1b\[[0-9;]*m)?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)"), "%Y-%m-%d %H:%M:%S"),
-    (re.compile(r"\[W(\d\d)(\d\d) (\d\d:\d\d:\d\d)"), "W"),  # glog: [W917 ...] is month 9 day 17
+    (re.compile(r"\[W(\d{3,4}) (\d\d:\d\d:\d\d)"), "W"),  # glog: [W917 ...] is month 9 day 17
     (re.compile(r"(?:INFO|WARNING) (\d\d-\d\d \d\d:\d\d:\d\d)"), "%m-%d %H:%M:%S"),
 )
 _TOTAL = re.compile(r"device memory used/total \(GB\): [0-9.]+/([0-9.]+)")
@@ -34,8 +34,8 @@ def _stamp(line: str, year: int) -> datetime | None:
             continue
         try:
             if form == "W":  # glog's month has no leading zero: the last two digits are the day
-                digits = match[1] + match[2]
-                return datetime.strptime(f"{year}-{digits[:-2]}-{digits[-2:]} {match[3]}", "%Y-%m-%d %H:%M:%S")
+                digits = match[1]
+                return datetime.strptime(f"{year}-{digits[:-2]}-{digits[-2:]} {match[2]}", "%Y-%m-%d %H:%M:%S")
             if form.startswith("%Y"):
                 return datetime.strptime(match[1], form)
             return datetime.strptime(f"{year}-{match[1]}", f"%Y-{form}")
