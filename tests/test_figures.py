@@ -50,3 +50,21 @@ def test_step_costs_give_per_sample_methods_their_own_y_range_and_keep_legends_o
         legend, panel = ax.get_legend().get_window_extent(), ax.get_window_extent()
         assert legend.x0 >= panel.x1  # right of the panel, over no curve
     assert [t.get_text() for t in length.get_legend().get_texts()] == ["m: TTRV (d)"]
+
+
+def test_step_costs_plot_each_rounds_seconds_at_its_round_and_say_so(tmp_path, monkeypatch):
+    """Issue 57: the training log has a row per generation round, `seconds` the whole round's and `step` its first
+    optimizer step (0, 4, 8 with 4 steps a round, the demo's). The figure plots rounds 1, 2, 3 against those
+    seconds (mean over the two seeds: (2 + 2.2) / 2 = 2.1, ...) and its axes say "per round", never "per step"."""
+    drawn = []
+    monkeypatch.setattr(figures, "_save", lambda fig, path: drawn.append(fig))
+    log = pd.DataFrame([{"model": "m", "method": "ttrv", "train_dataset": "d", "seed": seed, "step": step,
+                         "seconds": seconds + 0.2 * seed, "completion_length": 3.0}
+                        for seed in (0, 1) for step, seconds in ((0, 2.0), (4, 1.8), (8, 2.4))])
+    figures.step_costs(log, tmp_path / "steps.png")
+    seconds, length = drawn[0].axes
+    line = seconds.get_lines()[0]
+    assert list(line.get_xdata()) == [1, 2, 3]
+    assert [round(y, 6) for y in line.get_ydata()] == [2.1, 1.9, 2.5]
+    assert (seconds.get_xlabel(), seconds.get_ylabel()) == ("generation round", "seconds per round")
+    assert length.get_xlabel() == "generation round" and "optimizer steps" in seconds.get_title(loc="left")
