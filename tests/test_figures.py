@@ -65,3 +65,21 @@ def test_claims_figure_grows_a_row_per_point_and_names_the_claims_not_run(tmp_pa
     # 10 x (1.2 + 0.5 per point) inches at 150 dpi: 1500 x 330 for two points, 1500 x 255 for none (one row's room)
     assert two.size == (1500, 330) and none.size == (1500, 255)
     assert (tmp_path / "two.pdf").exists()
+
+
+def test_step_costs_plot_each_rounds_seconds_at_its_round_and_say_so(tmp_path, monkeypatch):
+    """Issue 57: the training log has a row per generation round, `seconds` the whole round's and `step` its first
+    optimizer step (0, 4, 8 with 4 steps a round, the demo's). The figure plots rounds 1, 2, 3 against those
+    seconds (mean over the two seeds: (2 + 2.2) / 2 = 2.1, ...) and its axes say "per round", never "per step"."""
+    drawn = []
+    monkeypatch.setattr(figures, "_save", lambda fig, path: drawn.append(fig))
+    log = pd.DataFrame([{"model": "m", "method": "ttrv", "train_dataset": "d", "seed": seed, "step": step,
+                         "seconds": seconds + 0.2 * seed, "completion_length": 3.0}
+                        for seed in (0, 1) for step, seconds in ((0, 2.0), (4, 1.8), (8, 2.4))])
+    figures.step_costs(log, tmp_path / "steps.png")
+    seconds, length = drawn[0].axes
+    line = seconds.get_lines()[0]
+    assert list(line.get_xdata()) == [1, 2, 3]
+    assert [round(y, 6) for y in line.get_ydata()] == [2.1, 1.9, 2.5]
+    assert (seconds.get_xlabel(), seconds.get_ylabel()) == ("generation round", "seconds per round")
+    assert length.get_xlabel() == "generation round" and "optimizer steps" in seconds.get_title(loc="left")

@@ -395,8 +395,11 @@ def test_one_cell_plans_exactly_its_jobs_with_the_paper_configs_settings(tmp_pat
     # (TTRV Table 1: 96.31; imagenet_a_20_..._InternVL3-2B log: 96.32 over the full test set)
     assert "needs: model OpenGVLab/InternVL3-2B-hf" in printed
     assert "total: 4 jobs (1 prepare_data, 1 adapt, 2 evaluate)" in printed
+    # and what the log's name means: run.sh:51 writes ${EPISODE}e, but this run's '20e' is its 20 samples (its
+    # config's trainer.total_epochs: 2; docs/ttrv-authors-logs.md)
     assert ("published: ttrv Table 1 InternVL3-2B ttrv ImageNet-A top1_acc 96.31; the authors' log "
-            "imagenet_a_20_OpenGVLab_InternVL3-2B_20e_0824_220320.log: 96.32") in printed
+            "imagenet_a_20_OpenGVLab_InternVL3-2B_20e_0824_220320.log: 96.32 (its '20e' is not epochs: older runs "
+            "wrote the sample count there; its config trains 20 samples for 2 epochs)") in printed
     (work / "copy").mkdir()
     (work / "local.yaml").write_text("data: {sources: {imagenet-a: {path: copy}}}\n")
     home = tmp_path / "hf"

@@ -19,6 +19,17 @@ def test_mcq_predictions_and_accuracy():
     assert MCQTask().metrics(frame) == {"accuracy": pytest.approx(100 / 3)}
 
 
+def test_predictions_keep_the_sources_own_id_beside_ours():
+    """Issue 57: a local copy's `qid` (kept by the reader as source_id) is a column of the predictions, next to our
+    sample id; a manifest without one gives predictions without it."""
+    samples = pd.DataFrame({"id": ["my-quiz-000000", "my-quiz-000001"], "source_id": ["q1", "q2"],
+                            "options": [["one", "seven"]] * 2, "answer": ["B", "A"]})
+    frame = predictions_frame(["B", "B"], samples, MCQTask())
+    assert frame[["id", "source_id", "correct"]].values.tolist() == [["my-quiz-000000", "q1", True],
+                                                                    ["my-quiz-000001", "q2", False]]
+    assert "source_id" not in predictions_frame(["B"], samples.drop(columns="source_id")[:1], MCQTask())
+
+
 def test_mcq_score_compares_the_parsed_answer_with_the_gold():
     # short_answers_match: same letter 1.0; numbers as numbers ("3.50" == "3.5"); else 0.0
     assert MCQTask().score("B", "B") == 1.0

@@ -4,6 +4,7 @@ cut from its paper's config) and `targets` (the Snakemake targets of one method'
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 
@@ -127,6 +128,10 @@ def cmd_cell(args) -> None:
     logs = provenance(cells, shipped_runs()) if paper == "ttrv" else cells.assign(log_file=None, log_accuracy=None)
     for _, cell in logs.iterrows():
         log = f"; the authors' log {cell['log_file']}: {cell['log_accuracy']:.2f}" if pd.notna(cell["log_file"]) else ""
+        slot = re.search(r"_(\d+)e_", str(cell["log_file"]))  # run.sh:51 writes ${EPISODE}e there: the epochs
+        if log and slot and pd.notna(cell["log_epochs"]) and int(slot.group(1)) != int(cell["log_epochs"]):
+            log += (f" (its '{slot.group(1)}e' is not epochs: older runs wrote the sample count there; its config "
+                    f"trains {int(cell['log_n_adapt'])} samples for {int(cell['log_epochs'])} epochs)")
         print(f"published: {paper} Table {number} {model} {cell['method']} {dataset} {cell['metric']} {cell['value']:.2f}{log}")
     print(f"run it: snakemake --cores all --directory runs/{out.stem} --configfile {out.resolve()} "
           "--replace-workflow-config (then results/tables/ in that directory show ours beside these, with the interval)")

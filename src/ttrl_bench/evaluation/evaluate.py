@@ -36,6 +36,8 @@ def predictions_frame(raw: list, samples: pd.DataFrame, task, errors: list[str |
     return pd.DataFrame(
         {
             "id": samples["id"].to_numpy(),
+            # the source's own id (a local copy's `qid`, a Hub row's key) beside ours, where the reader kept one
+            **({"source_id": samples["source_id"].to_numpy()} if "source_id" in samples else {}),
             "raw_output": first,
             **({"raw_outputs": raw} if sampled else {}),
             "parse_failure": failures,

@@ -122,27 +122,32 @@ def _per_sample(method: str) -> bool:
 
 
 def step_costs(train_log: pd.DataFrame, path: Path) -> None:
-    """VR-TTRL Figures 2 and 3: wall time and mean completion length (tokens) per adaptation
-    step, mean over seeds (and VR-TTRL's samples). Per-sample methods (a step is one generation
-    round on one sample) get their own row: their few, long steps would otherwise set the y-range
-    of every curve. Legends sit right of the panels, off the curves. Logs written before
+    """VR-TTRL Figures 2 and 3: wall time and mean completion length (tokens) per generation round,
+    mean over seeds (and VR-TTRL's samples). The training log has one row per round (the reward's call:
+    reward_bridge.GroupReward), its `seconds` the whole round's, generation and every optimizer step of it
+    (4 in the demo); its `step` is the round's first optimizer step, so rounds are counted here, 1, 2, ...
+    Per-sample methods (a round on one sample) get their own row: their few, long rounds would otherwise set
+    the y-range of every curve. Legends sit right of the panels, off the curves. Logs written before
     completion_length was recorded leave its panels empty."""
     kinds = [] if train_log.empty else sorted(train_log["method"].map(_per_sample).unique())
-    rows = [(False, "adaptation on a dataset (step: optimizer step)"),
-            (True, "per-sample adaptation (step: generation round, mean over samples)")]
+    rows = [(False, "adaptation on a dataset (round: one generation batch and its optimizer steps)"),
+            (True, "per-sample adaptation (round: one generation round on a sample, mean over samples)")]
     rows = [row for row in rows if row[0] in kinds] or rows[:1]
+    if not train_log.empty:
+        run = [c for c in ("model", "method", "train_dataset", "seed", "sample") if c in train_log]
+        train_log = train_log.assign(round=train_log.groupby(run)["step"].rank(method="dense").astype(int))
     fig, axes = plt.subplots(len(rows), 2, figsize=(10, 3 * len(rows)), squeeze=False)
     for (per_sample, title), row_axes in zip(rows, axes):
         log = train_log[train_log["method"].map(_per_sample) == per_sample] if kinds else train_log
-        for ax, column, label in ((row_axes[0], "seconds", "seconds per step"),
+        for ax, column, label in ((row_axes[0], "seconds", "seconds per round"),
                                   (row_axes[1], "completion_length", "completion length (tokens)")):
             if log.empty or column not in log or log[column].isna().all():
                 _empty(ax, f"{column} not in the training log")
                 continue
             for (model, method, dataset), frame in log.groupby(["model", "method", "train_dataset"]):
-                per_step = frame.groupby("step")[column].mean()
-                ax.plot(per_step.index, per_step.values, marker=".", label=f"{model}: {METHOD_LABELS.get(method, method)} ({dataset})")
-            ax.set_xlabel("adaptation step")
+                per_round = frame.groupby("round")[column].mean()
+                ax.plot(per_round.index, per_round.values, marker=".", label=f"{model}: {METHOD_LABELS.get(method, method)} ({dataset})")
+            ax.set_xlabel("generation round")
             ax.set_ylabel(label)
             # costs from zero (a 2-token wobble is not drawn as a swing), 10% head room over the highest
             ax.set_ylim(0, 1.1 * max(float(line.get_ydata().max()) for line in ax.get_lines()) or 1)
@@ -151,7 +156,7 @@ def step_costs(train_log: pd.DataFrame, path: Path) -> None:
         handles, labels = max((ax.get_legend_handles_labels() for ax in row_axes), key=lambda hl: len(hl[0]))
         if handles:  # one legend a row, for both panels
             row_axes[1].legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
-    fig.suptitle("Cost of adaptation per step (VR-TTRL Figures 2, 3)", fontsize=9)
+    fig.suptitle("Cost of adaptation per generation round (VR-TTRL Figures 2, 3)", fontsize=9)
     _save(fig, path)
 
 
