@@ -57,7 +57,7 @@ def cmd_cell(args) -> None:
 
     from ..datasets.registry import REGISTRY
     from ..plan import Plan, validated
-    from ..plan.cells import PAPER_CONFIGS, REPO, cell_config, cell_file_name, split_table
+    from ..plan.cells import PAPER_CONFIGS, REPO, cell_config, cell_file_name, run_commands, split_table
     from ..plan.preflight import needs
     from ..results.author_logs import shipped_runs
     from ..results.provenance import provenance
@@ -87,8 +87,9 @@ def cmd_cell(args) -> None:
     for _, cell in logs.iterrows():
         log = f"; the authors' log {cell['log_file']}: {cell['log_accuracy']:.2f}" if pd.notna(cell["log_file"]) else ""
         print(f"published: {paper} Table {number} {model} {cell['method']} {dataset} {cell['metric']} {cell['value']:.2f}{log}")
-    print(f"run it: snakemake --cores all --directory runs/{out.stem} --configfile {out.resolve()} "
-          "--replace-workflow-config (then results/tables/ in that directory show ours beside these, with the interval)")
+    gpu_memory_gb = args.gpu_memory_gb or plan.config.get("resources", {}).get("gpu_memory_gb", 80)
+    for line in run_commands(out, gpu_memory_gb):
+        print(line)
 
 
 def _gpus() -> argparse.ArgumentParser:
