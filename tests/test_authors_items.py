@@ -274,8 +274,11 @@ def test_the_preflight_names_the_unfetched_lists_and_the_local_copies_the_author
     config = {"data": {"items": "authors", "sources": {"dtd": {"path": str(tmp_path)}}}, "models": {}}
     wanted, problems = needs(config, [], ["imagenet-r", "dtd", "mathvista", "food101"], tmp_path / "results")
     assert [(n.kind, n.name) for n in wanted] == [("items", "imagenet-r"), ("dataset", "mathvista"), ("dataset", "food101")]
-    assert len(problems) == 1 and "`data.sources.imagenet-r.path` is not set" in problems[0]
+    assert len(problems) == 2 and "`data.sources.imagenet-r.path` is not set" in problems[0]
     assert "<wnid>/<file>.jpg (imagenet-r.tar: folder imagenet-r/)" in problems[0]
+    # dtd's copy is empty: every one of the 5,640 distinct images its shipped lists name is missing
+    assert problems[1].startswith(f"config key `data.sources.dtd.path`: 5640 of the 5640 images the TTRV authors' "
+                                  f"dtd items need are not in {tmp_path}")
     ours = needs({**config, "data": {"items": "ours", "sources": {}}}, [], ["imagenet-r", "dtd"], tmp_path / "results")
     assert [n.repo for n in ours[0]] == ["clip-benchmark/wds_imagenet-r", "clip-benchmark/wds_vtab-dtd"] and not ours[1]
 

@@ -1,5 +1,7 @@
 """Backend choice for rollouts and greedy evaluation: explicit, and an error naming the key."""
 
+from types import SimpleNamespace
+
 import pytest
 
 from ttrl_bench.cli import main
@@ -155,3 +157,22 @@ def test_generation_autocast_names_bfloat16_on_every_device(monkeypatch):
     model = _Weights(torch.float32)
     model.device = torch.device("cuda")
     assert generation_precision(model) == (("cuda",), {"dtype": torch.bfloat16})
+
+
+def test_autocast_and_inputs_take_the_accelerators_device_not_the_offloaded_models(monkeypatch):
+    """Under FSDP2 CPU offload the model's device is the CPU while the process computes on its GPU: autocast and
+    the inputs take the process's accelerator (accelerate's PartialState.device); without one, the model's."""
+    import torch
+
+    from ttrl_bench.generation import precision
+
+    monkeypatch.setenv("TTRL_BENCH_AUTOCAST", "bf16")
+    monkeypatch.setattr(torch, "autocast", lambda *args, **kwargs: (args, kwargs))
+    model = _Weights(torch.float32)
+    model.device = torch.device("cpu")  # offloaded: the weights rest on the host
+    monkeypatch.setattr("ttrl_bench.runs.processes.process_state", lambda: SimpleNamespace(device=torch.device("cuda", 1)))
+    assert precision.compute_device(model) == torch.device("cuda", 1)
+    assert precision.generation_precision(model) == (("cuda",), {"dtype": torch.bfloat16})
+    monkeypatch.setattr("ttrl_bench.runs.processes.process_state", lambda: SimpleNamespace(device=torch.device("cpu")))
+    model.device = torch.device("cuda", 0)  # no accelerator of the process's own (a model placed by hand)
+    assert precision.compute_device(model) == torch.device("cuda", 0)

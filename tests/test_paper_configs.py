@@ -107,6 +107,13 @@ def _dry_run(case: str, work: Path) -> dict[str, int]:
     (work / "local-copy").mkdir()
     local = {name: {"path": "local-copy"} for name, spec in REGISTRY.items() if spec.source.startswith("local:")
              or spec.hub_files or authors_items.has_authors_items(name) and authors_items.LOCATORS[name].kind == "file"}
+    for name in [n for n in local if authors_items.has_authors_items(n)
+                 and "file" in authors_items.INDEX["datasets"][n]["lists"]["test"]]:  # lists shipped in the package
+        # the images the authors' shipped lists need (empty files: the pre-flight counts names, not bytes)
+        local[name] = {"path": f"local-copy/{name}"}
+        for key in authors_items.missing_file_images(name, work / "local-copy" / name)[1]:
+            (work / "local-copy" / name / key).parent.mkdir(parents=True, exist_ok=True)
+            (work / "local-copy" / name / key).touch()
     (work / "local-copies.yaml").write_text(yaml.safe_dump({"data": {"sources": local}}))
     files = [config, "local-copies.yaml"]
     if extra:

@@ -400,8 +400,19 @@ def test_one_cell_plans_exactly_its_jobs_with_the_paper_configs_settings(tmp_pat
     assert ("published: ttrv Table 1 InternVL3-2B ttrv ImageNet-A top1_acc 96.31; the authors' log "
             "imagenet_a_20_OpenGVLab_InternVL3-2B_20e_0824_220320.log: 96.32 (its '20e' is not epochs: older runs "
             "wrote the sample count there; its config trains 20 samples for 2 epochs)") in printed
+    # the command here and its SLURM form (the workflow profile the plan's requests are for), and the card assumed
+    cell_file = work / "cells" / "ttrv-1_InternVL3-2B_ImageNet-A.yaml"
+    common = f"--directory runs/{cell_file.stem} --configfile {cell_file} --replace-workflow-config"
+    assert f"run it here: snakemake --cores all {common}" in printed
+    assert f"snakemake --workflow-profile profiles/slurm {common}" in printed
+    assert "the plan assumed H100 80GB GPUs with 80 GB each (resources.gpu_model / gpu_memory_gb" in printed
     (work / "copy").mkdir()
     (work / "local.yaml").write_text("data: {sources: {imagenet-a: {path: copy}}}\n")
+    from ttrl_bench.datasets import authors_items
+
+    for key in authors_items.missing_file_images("imagenet-a", work / "copy")[1]:  # the images the items need
+        (work / "copy" / key).parent.mkdir(parents=True, exist_ok=True)
+        (work / "copy" / key).touch()
     home = tmp_path / "hf"
     cache_model(home / "hub", "OpenGVLab/InternVL3-2B-hf")
     for key, value in {"HF_HUB_OFFLINE": "1", "HF_HOME": str(home), "TTRL_BENCH_CACHE": str(tmp_path / "empty")}.items():

@@ -20,6 +20,8 @@ from ttrl_bench.plan import Job, Plan, preflight, validated
 from ttrl_bench.plan.config import merge
 from ttrl_bench.plan.preflight import Need, PreflightError, check_cache, dataset_keys, fetch_command
 
+from test_preflight import cache_model  # a model in huggingface_hub's layout, its config and header readable
+
 REPO = Path(__file__).resolve().parents[1]
 COMMIT = "0" * 40
 
@@ -63,15 +65,6 @@ def cache_dataset(datasets_cache: Path, folder: str, configuration: str, split: 
     (directory / "dataset_info.json").write_text(json.dumps({"splits": {split: {"num_examples": 1}}}))
 
 
-def cache_model(hub_cache: Path, repo: str) -> None:
-    """huggingface_hub's layout: models--org--name/refs/main -> snapshots/<commit>/{config.json, model.safetensors}."""
-    root = hub_cache / f"models--{repo.replace('/', '--')}"
-    (root / "refs").mkdir(parents=True, exist_ok=True)
-    (root / "refs" / "main").write_text(COMMIT)
-    for name in ("config.json", "model.safetensors"):
-        (root / "snapshots" / COMMIT).mkdir(parents=True, exist_ok=True)
-        (root / "snapshots" / COMMIT / name).write_text("{}")
-
 
 # --- Need, dataset_keys, the caches ----------------------------------------------------------------------------
 
@@ -103,8 +96,8 @@ def test_a_dataset_is_named_by_the_main_grid_before_any_experiment_that_also_ask
 def test_needs_skip_built_and_local_models_and_go_on_to_the_next(caches):
     """needs() walks the models in the order given: `built` (a demo model built by a job) and `local` (an existing
     directory, resolve_model_source's "used as is") need no download, and the model after them still does."""
-    (caches / "weights").mkdir()
-    config = {"models": {"built": {"build": "tiny-internvl"}, "local": {"source": str(caches / "weights")},
+    weights = cache_model(caches / "local", "org/weights")  # a directory holding a readable checkpoint
+    config = {"models": {"built": {"build": "tiny-internvl"}, "local": {"source": str(weights)},
                          "absent": {"source": "OpenGVLab/InternVL3-8B-hf"}}}
     assert preflight.needs(config, ["built", "local", "absent"], []) == (
         [Need("model", "models.absent.source", "OpenGVLab/InternVL3-8B-hf", files=tuple(preflight.MODEL_FILES))], [])

@@ -6,6 +6,7 @@ first test checks that huggingface_hub's and datasets' own lookups find them."""
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ttrl_bench.datasets import authors_items
@@ -16,15 +17,49 @@ from ttrl_bench.plan.preflight import Need, PreflightError, check_cache, dataset
 COMMIT = "0" * 40
 
 
-def cache_model(hub_cache: Path, repo: str, files=("config.json", "model.safetensors")) -> None:
-    """huggingface_hub's cache layout: models--org--name/refs/main -> snapshots/<commit>/<file>."""
+def safetensors_file(path: Path, tensors: dict) -> None:
+    """A .safetensors file as the format lays it out: 8-byte little-endian header length, the JSON header
+    (name -> dtype, shape, offsets), then the data (zeros)."""
+    offset, header = 0, {}
+    for name, shape in tensors.items():
+        size = 2 * int(np.prod(shape))  # BF16
+        header[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header).encode()
+    path.write_bytes(len(text).to_bytes(8, "little") + text + bytes(offset))
+
+
+def cache_model(hub_cache: Path, repo: str, files=("config.json", "model.safetensors")) -> Path:
+    """huggingface_hub's cache layout: models--org--name/refs/main -> snapshots/<commit>/<file>; a config.json
+    naming its model type and text model's sizes, a model.safetensors holding the embedding table they size."""
     root = hub_cache / f"models--{repo.replace('/', '--')}"
     (root / "refs").mkdir(parents=True, exist_ok=True)
     (root / "refs" / "main").write_text(COMMIT)
+    config, embedding = _shipped_config(repo)
     for name in files:
         path = root / "snapshots" / COMMIT / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("{}")
+        if name == "config.json":
+            path.write_text(json.dumps(config))
+        elif name == "model.safetensors":
+            safetensors_file(path, {"model.language_model.embed_tokens.weight": embedding})
+        else:
+            path.write_text("{}")
+    return root / "snapshots" / COMMIT
+
+
+def _shipped_config(repo: str) -> tuple[dict, tuple[int, int]]:
+    """A paper model's config as the shipped table holds it (models/data/model_configs.json, which the plan reads
+    the same), else a small Qwen2.5-VL's; and its embedding table's shape (vocab_size, hidden_size)."""
+    from transformers import AutoConfig
+
+    from ttrl_bench.models.configs import MODEL_CONFIGS
+
+    table = json.loads(MODEL_CONFIGS.read_text())
+    entry = dict(table.get(table["_aliases"].get(repo, repo)) or {"model_type": "qwen2_5_vl",
+                                                                  "text_config": {"vocab_size": 8, "hidden_size": 4}})
+    text = AutoConfig.for_model(**entry).get_text_config()
+    return entry, (text.vocab_size, text.hidden_size)
 
 
 def cache_dataset(datasets_cache: Path, repo: str, split: str, configuration: str | None = None) -> None:
@@ -283,3 +318,40 @@ def test_sam2_is_named_by_the_check_and_downloaded_by_fetch_where_masks_are_scor
     with pytest.raises(PreflightError, match=r"`evaluation.grounding.sam2`: facebook/sam2-hiera-large is SAM2's "
                                              r"original release .* name facebook/sam2-hiera-large-hf"):
         check_cache(grounding, ["built"], ["demo-digit-scenes"], ["vr.yaml"], offline=True)
+
+
+def test_the_check_reads_each_cached_or_local_model_s_config_and_safetensors_header(hf_home, tmp_path):
+    """A 0-byte model.safetensors beside a `{}` config.json passed the dry run (existence only); now each is read."""
+    config = {"models": {"m": {"source": "org/model"}}, "datasets": [], "data": {"sources": {}}}
+    snapshot = cache_model(hf_home / "hub", "org/model")
+    check_cache(config, ["m"], [], ["c.yaml"], offline=True)  # config and header agree: nothing to say
+    (snapshot / "model.safetensors").write_bytes(b"")
+    with pytest.raises(PreflightError, match=r"`models.m.source`: .*model.safetensors is not a readable safetensors "
+                                             r"file \(0 bytes, no safetensors header\)"):
+        check_cache(config, ["m"], [], ["c.yaml"], offline=True)
+    (snapshot / "config.json").write_text("{}")
+    with pytest.raises(PreflightError, match=r"config.json names no model_type"):
+        check_cache(config, ["m"], [], ["c.yaml"], offline=True)
+    local = tmp_path / "local"
+    local.mkdir()
+    (local / "config.json").write_text(json.dumps({"model_type": "internvl", "text_config": {"vocab_size": 8,
+                                                                                             "hidden_size": 6}}))
+    safetensors_file(local / "model.safetensors", {"embed_tokens.weight": (8, 4)})
+    with pytest.raises(PreflightError, match=r"none of the 1 tensors in .*local has the shape \[8, 6\] of the "
+                                             r"embedding table"):
+        check_cache({**config, "models": {"m": {"source": str(local)}}}, ["m"], [], ["c.yaml"], offline=True)
+
+
+def test_an_authors_items_copy_missing_images_is_counted_and_named_before_any_job(hf_home, tmp_path):
+    """A 1-image ImageNet-A copy: the TTRV authors' lists need 7,467 distinct images (their test list's 7,467,
+    the adaptation lists drawn from it); 7,466 are missing, the first named, before preparation would find out."""
+    first = "n01498041/0.000116_digital clock _ digital clock_0.865662.jpg"  # the sorted first of their paths
+    (tmp_path / "a" / "n01498041").mkdir(parents=True)
+    (tmp_path / "a" / first).write_bytes(b"jpg")
+    config = {"models": {}, "datasets": ["imagenet-a"], "data": {"items": "authors",
+                                                                 "sources": {"imagenet-a": {"path": str(tmp_path / "a")}}}}
+    with pytest.raises(PreflightError) as error:
+        check_cache(config, [], ["imagenet-a"], ["c.yaml"], offline=True)
+    message = str(error.value)
+    assert f"`data.sources.imagenet-a.path`: 7466 of the 7467 images the TTRV authors' imagenet-a items need are not in {tmp_path / 'a'}" in message
+    assert "e.g. n01498041/0.000348_chameleon _ box turtle_0.55540705.jpg" in message and first + "," not in message

@@ -99,7 +99,7 @@ def cmd_cell(args) -> None:
 
     from ..datasets.registry import REGISTRY
     from ..plan import Plan, validated
-    from ..plan.cells import PAPER_CONFIGS, REPO, cell_config, cell_file_name, split_table
+    from ..plan.cells import PAPER_CONFIGS, REPO, cell_config, cell_file_name, run_commands, split_table
     from ..plan.preflight import needs
     from ..results.author_logs import shipped_runs
     from ..results.provenance import provenance
@@ -133,8 +133,10 @@ def cmd_cell(args) -> None:
             log += (f" (its '{slot.group(1)}e' is not epochs: older runs wrote the sample count there; its config "
                     f"trains {int(cell['log_n_adapt'])} samples for {int(cell['log_epochs'])} epochs)")
         print(f"published: {paper} Table {number} {model} {cell['method']} {dataset} {cell['metric']} {cell['value']:.2f}{log}")
-    print(f"run it: snakemake --cores all --directory runs/{out.stem} --configfile {out.resolve()} "
-          "--replace-workflow-config (then results/tables/ in that directory show ours beside these, with the interval)")
+    from ..plan.cards import config_card, gpu_memory_gb
+
+    for line in run_commands(out, config_card(plan.config).name, args.gpu_memory_gb or gpu_memory_gb(plan.config)):
+        print(line)
 
 
 def _gpus() -> argparse.ArgumentParser:

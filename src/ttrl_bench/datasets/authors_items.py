@@ -268,6 +268,21 @@ def _file_images(dataset: str, items: list[dict], source: dict) -> tuple[dict, l
     return found, missing
 
 
+def missing_file_images(dataset: str, root: Path) -> tuple[int, list[str]]:
+    """(the images every list of the authors' `dataset` needs, the ones absent from the local copy at `root`,
+    sorted), from one directory listing per folder: the pre-flight's count, before any job is queued."""
+    keys = {_image_key(dataset, item) for name in INDEX["datasets"][dataset]["lists"] for item in load_list(dataset, name)}
+    listed: dict[Path, set] = {}
+    missing = []
+    for key in sorted(keys):
+        folder = (Path(root) / key).parent
+        if folder not in listed:
+            listed[folder] = set(os.listdir(folder)) if folder.is_dir() else set()
+        if Path(key).name not in listed[folder]:
+            missing.append(key)
+    return len(keys), missing
+
+
 def _hub_images(spec, items: list[dict], source: dict) -> tuple[dict, list]:
     """key -> image bytes from the entry's source rows (Hub, or its local copy); the keys not found."""
     from .readers.images import ImageFiles, image_bytes

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from tqdm import tqdm
 
-from .precision import generation_precision
+from .precision import compute_device, generation_precision
 
 
 def chat_messages(text: str, system: str | None = None, image=None) -> list[dict]:
@@ -31,7 +31,7 @@ def generate_greedy(model, processor, prompts: list[str], images: list, max_new_
         texts = [chat_prompt(processor, p, s) for p, s in zip(prompts[start : start + batch_size], systems[start : start + batch_size])]
         batch = processor(
             text=texts, images=images[start : start + batch_size], return_tensors="pt", padding=True
-        ).to(model.device)
+        ).to(compute_device(model))
         with generation_precision(model):
             generated = model.generate(**batch, do_sample=False, max_new_tokens=max_new_tokens)
         new_tokens = generated[:, batch["input_ids"].shape[1] :]
@@ -52,7 +52,7 @@ def generate_sampled(model, processor, prompts: list[str], images: list, max_new
         texts = [chat_prompt(processor, p, s) for p, s in zip(prompts[start : start + batch_size], systems[start : start + batch_size])]
         batch = processor(
             text=texts, images=images[start : start + batch_size], return_tensors="pt", padding=True
-        ).to(model.device)
+        ).to(compute_device(model))
         # top_k 0: no top-k cut (vLLM's default, and the checkpoint's generation config may set one), unless
         # the config sets one (evaluation.math.top_k: the ECHO authors' 50)
         with generation_precision(model):
@@ -69,7 +69,7 @@ def generate_sampled(model, processor, prompts: list[str], images: list, max_new
 def generate_samples(model, processor, prompt: str, image, n: int, temperature: float, max_new_tokens: int,
                      system: str | None = None) -> list[str]:
     """`n` sampled completions of one prompt (the rollouts of the vote-only baseline)."""
-    batch = processor(text=[chat_prompt(processor, prompt, system)], images=[image], return_tensors="pt").to(model.device)
+    batch = processor(text=[chat_prompt(processor, prompt, system)], images=[image], return_tensors="pt").to(compute_device(model))
     with generation_precision(model):
         generated = model.generate(**batch, do_sample=True, temperature=temperature, max_new_tokens=max_new_tokens,
                                    num_return_sequences=n, top_k=0, top_p=1.0)

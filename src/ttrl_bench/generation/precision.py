@@ -28,12 +28,22 @@ def bf16_autocast() -> bool:
     return choice == "bf16" or (choice == "auto" and torch.cuda.is_available())
 
 
+def compute_device(model) -> torch.device:
+    """Where a model's forwards compute and its inputs go: this process's accelerator where it has one, else the
+    model's device. Under FSDP2 with CPU offload (benchmarks/gpu.py's recipe for 7-8B on one GPU) `model.device`
+    is the CPU, where the weights rest between layers, while every layer runs on the GPU."""
+    from ..runs.processes import process_state
+
+    device = process_state().device
+    return device if device.type != "cpu" else model.device
+
+
 def generation_precision(model):
     """The autocast the trainer's forward runs under, for a model holding fp32 master weights; a
     no-op for a model stored in bf16 (evaluation) or without bf16 autocast."""
     if not bf16_autocast() or next(model.parameters()).dtype != torch.float32:
         return contextlib.nullcontext()
-    return torch.autocast(model.device.type, dtype=torch.bfloat16)
+    return torch.autocast(compute_device(model).type, dtype=torch.bfloat16)
 
 
 def adaptation_precision(model) -> dict:

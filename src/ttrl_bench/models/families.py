@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 
 from ..generation.hf import chat_prompt
+from ..generation.precision import compute_device
 
 # Config fields that name a token standing in for image or video features.
 PLACEHOLDER_FIELDS = ("image_token_id", "video_token_id", "image_token_index", "video_token_index")
@@ -129,14 +130,14 @@ def completion_logits(model, processor, prompt_text: str, images: list, completi
     for i, ids in enumerate(completions):
         completion[i, : len(ids)] = torch.as_tensor(ids, dtype=torch.long)
         completion_mask[i, : len(ids)] = 1
-    fields = {}
+    fields, device = {}, compute_device(model)  # the accelerator's, also under FSDP2 CPU offload
     for key, value in inputs.items():
         if _per_token_field(value, prompt_ids):  # attention mask, token type ids: cover the completion too
             tail = completion_mask if key == "attention_mask" else torch.zeros_like(completion)
             value = torch.cat([value, tail.to(value.dtype)], dim=1)
-        fields[key] = value.to(model.device)
-    input_ids = torch.cat([prompt_ids, completion], dim=1).to(model.device)
-    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=model.device.type == "cuda"):
+        fields[key] = value.to(device)
+    input_ids = torch.cat([prompt_ids, completion], dim=1).to(device)
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
         # logits at positions P-1 .. P+L-2 predict the L completion tokens
         return model(input_ids=input_ids, **fields, logits_to_keep=longest + 1).logits[:, :-1]
 

@@ -78,3 +78,19 @@ def cell_file_name(table: str, model: str, dataset: str) -> str:
     """cells/ttrv-1_InternVL3-2B_ImageNet-A.yaml: the config file the cell command writes."""
     safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in f"{table}_{model}_{dataset}")
     return f"cells/{safe}.yaml"
+
+
+def run_commands(config_file: Path, card_name: str, gpu_memory_gb: float) -> list[str]:
+    """How to run a cell's config, in a directory of its own, from the repository's root: here, and on SLURM
+    (profiles/slurm, the workflow profile whose requests come from the plan), and the card the plan's memory and
+    minutes assumed."""
+    common = f"--directory runs/{config_file.stem} --configfile {config_file.resolve()} --replace-workflow-config"
+    return [
+        f"run it here: snakemake --cores all {common}",
+        "run it on SLURM (export TTRL_SLURM_PARTITION=... TTRL_SLURM_ACCOUNT=... first): snakemake --workflow-profile "
+        f"profiles/slurm {common}",
+        f"the plan assumed {card_name} GPUs with {gpu_memory_gb:g} GB each (resources.gpu_model / gpu_memory_gb, or "
+        "--gpu-model / --gpu-memory-gb): on another card, plan again with its key, and pin it on SLURM with "
+        "resources.gpu_model",
+        "then results/tables/ in that directory show ours beside the published cell, with the interval",
+    ]

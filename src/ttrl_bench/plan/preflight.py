@@ -91,6 +91,7 @@ def needs(config: dict, models: list[str], datasets: list[str], results: Path = 
         key, source = f"models.{name}.{field}", model[field]
         try:
             if Path(resolve_model_source(source, key)).exists():
+                problems += checkpoint_problems(Path(source), key)
                 continue
         except FileNotFoundError as err:
             problems.append(str(err))
@@ -128,6 +129,9 @@ def needs(config: dict, models: list[str], datasets: list[str], results: Path = 
         if local:
             if not Path(local).exists():
                 problems.append(f"config key `data.sources.{name}.path`: {local} does not exist")
+            elif authors and authors_items.has_authors_items(name) and authors_items.LOCATORS[name].kind == "file" \
+                    and not authors_items.missing_lists([name]):
+                problems += _missing_images(name, local)
         elif spec.source.startswith("local:"):
             problems.append(f"config key `data.sources.{name}.path` is not set: dataset {name!r} "
                             f"({keys.get(name, 'datasets')}) has no Hub copy ({spec.source}); point it at a local copy")
@@ -138,6 +142,74 @@ def needs(config: dict, models: list[str], datasets: list[str], results: Path = 
         else:
             wanted.append(Need("dataset", keys.get(name, "datasets"), spec.source, name, spec.hub_config, spec.split))
     return wanted, problems
+
+
+def safetensors_header(path: Path) -> dict:
+    """The tensors a .safetensors file declares (name -> {dtype, shape, data_offsets}), from its header alone:
+    8 bytes of little-endian length, then that much JSON (the format's specification)."""
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+        if len(head) < 8:
+            raise ValueError(f"{len(head)} bytes, no safetensors header")
+        length = int.from_bytes(head, "little")
+        if length > os.path.getsize(path) - 8:
+            raise ValueError(f"a header of {length} bytes in a file of {os.path.getsize(path)}")
+        header = json.loads(handle.read(length))
+    header.pop("__metadata__", None)
+    if not header:
+        raise ValueError("no tensors")
+    return header
+
+
+def checkpoint_problems(directory: Path, key: str) -> list[str]:
+    """What loading this model directory would fail on, read cheaply (headers, no weights): a config.json that
+    names its architecture (model_type), weights files whose safetensors headers read, and among their tensors the
+    embedding table the config sizes (its text model's vocab_size x hidden_size)."""
+    config_path = Path(directory) / MODEL_CONFIG
+    try:
+        config = json.loads(config_path.read_text())
+    except (OSError, ValueError) as err:
+        return [f"config key `{key}`: {config_path} is not a readable config ({err})"]
+    if not isinstance(config, dict) or "model_type" not in config:
+        return [f"config key `{key}`: {config_path} names no model_type (an empty or foreign config)"]
+    index = Path(directory) / MODEL_WEIGHTS[1]
+    try:
+        files = sorted(set(json.loads(index.read_text())["weight_map"].values())) if index.exists() else [MODEL_WEIGHTS[0]]
+    except (ValueError, KeyError) as err:
+        return [f"config key `{key}`: {index} is not a safetensors index ({err})"]
+    tensors = {}
+    for name in files:
+        try:
+            tensors.update(safetensors_header(Path(directory) / name))
+        except (OSError, ValueError) as err:
+            return [f"config key `{key}`: {Path(directory) / name} is not a readable safetensors file ({err})"]
+    text = config.get("text_config") or config.get("llm_config") or config
+    shape = [text.get("vocab_size", config.get("vocab_size")), text.get("hidden_size", config.get("hidden_size"))]
+    if None not in shape and not any(t.get("shape") == shape for t in tensors.values()):
+        return [f"config key `{key}`: none of the {len(tensors)} tensors in {directory} has the shape {shape} of the "
+                f"embedding table its config.json sizes (vocab_size x hidden_size): weights and config disagree"]
+    return []
+
+
+def cached_checkpoint(repo: str, cache_dir: Path | None = None) -> Path | None:
+    """The snapshot directory of a cached model (its config.json's folder), or None."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(repo, MODEL_CONFIG, cache_dir=str(cache_dir or hub_cache_dir()))
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def _missing_images(name: str, local: str) -> list[str]:
+    """The local copy lacks images the TTRV authors' items of `name` need: their count and the first paths."""
+    try:
+        needed, absent = authors_items.missing_file_images(name, Path(local))
+    except authors_items.AuthorsItemsError as err:  # a list that does not verify: preparation stops naming it
+        log.warning("pre-flight: the images of %s's authors' items are not counted: %s", name, err)
+        return []
+    if not absent:
+        return []
+    return [f"config key `data.sources.{name}.path`: {len(absent)} of the {needed} images the TTRV authors' {name} items "
+            f"need are not in {local} (layout {authors_items.LOCATORS[name].layout}), e.g. {', '.join(absent[:3])}"]
 
 
 def hub_cache_dir() -> Path:
@@ -216,6 +288,9 @@ def check_cache(config: dict, models: list[str], datasets: list[str], configfile
     wanted, problems = needs(config, models, datasets, results)
     offline = os.environ.get("HF_HUB_OFFLINE") == "1" if offline is None else offline
     absent = missing(wanted) if wanted else []
+    for need in wanted:  # what is cached is read too: its config and weights' headers
+        if need.kind == "model" and need not in absent and need.files == tuple(MODEL_FILES):
+            problems += checkpoint_problems(cached_checkpoint(need.repo), need.key)
     if absent and not offline and hub_reachable():
         absent = []  # the jobs download them
     if not absent and not problems:
