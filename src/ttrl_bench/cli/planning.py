@@ -107,8 +107,9 @@ def cmd_cell(args) -> None:
 
     paper, number = split_table(args.table)
     source = Path(args.config or REPO / PAPER_CONFIGS[paper])
-    config = cell_config(yaml.safe_load(source.read_text()), args.table, args.model, args.dataset)
-    plan = Plan(with_card(validated(copy.deepcopy(config)), args.gpu_model))
+    config = with_card(cell_config(yaml.safe_load(source.read_text()), args.table, args.model, args.dataset),
+                       args.gpu_model)  # the cell's file keeps the card: its run asks SLURM for it
+    plan = Plan(validated(copy.deepcopy(config)))
     out = Path(args.out or cell_file_name(args.table, args.model, args.dataset))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(f"# {args.table} {args.model} {args.dataset}: cut from {source} by `ttrl-bench cell`\n"
