@@ -11,8 +11,10 @@ import yaml
 from ttrl_bench.plan import Job, Plan, job_request, validated
 from ttrl_bench.plan.cards import AUTHORS_CARD, CARDS, card, config_card, gpu_memory_gb, slurm_gpu_model, speed
 from ttrl_bench.plan.cost import STARTUP_MIN, STARTUP_SLOWEST_MIN, job_decision
-from ttrl_bench.plan.evaluation_cost import (authors_log_minutes, evaluation_estimate, image_token_bounds,
-                                             limit_minutes)
+from types import SimpleNamespace
+
+from ttrl_bench.models.families import image_tokens
+from ttrl_bench.plan.evaluation_cost import authors_log_minutes, evaluation_estimate, limit_minutes
 
 TWO_B = "OpenGVLab/InternVL3-2B-hf"  # 1,855,986,176 parameters (its config on the meta device)
 
@@ -42,19 +44,22 @@ def test_an_evaluation_estimate_worked_by_hand_on_an_a6000():
     authors' 1,024 new tokens, HF generate, on an RTX A6000. Throughput: the probe's 21 items/s x (1,280 + 60 + 6)
     = 28,266 tokens/s on an H100, x 154.8 / 989 = 4,424.3 tokens/s. Expected: 5 tiles x 256 = 1,280 image tokens +
     100 text + a 6-token letter = 1,386 per item: 679,140 tokens / 4,424.3 = 153.50 s = 2.558 min. Slowest: 12 tiles
-    + a thumbnail = 3,328 image tokens + 100 + 1,024 = 4,452: 2,181,480 tokens = 493.07 s = 8.218 min; the limit
-    2 x (8.218 + 2.15 start-up) = 20.74 -> 21 minutes."""
-    assert image_token_bounds("internvl") == (1280, 3328)
-    est = evaluation_estimate(490, "internvl", "mcq", 1024, "hf", 1.86, CARDS["a6000"])
+    + a thumbnail + <img> </img> = 3,330 image tokens + 100 + 1,024 = 4,454: 2,182,460 tokens = 493.30 s = 8.222 min;
+    the limit 2 x (8.222 + 2.15 start-up) = 20.74 -> 21 minutes."""
+    internvl = SimpleNamespace(model_type="internvl", vision_config=None)
+    assert image_tokens(internvl, "authors") == image_tokens(internvl, "clean") == (1280, 3330)
+    est = evaluation_estimate(490, (1280, 3330), "mcq", 1024, "hf", 1.86, CARDS["a6000"])
     assert (est["items"], est["image_tokens"], est["answer_tokens"], est["backend"]) == (490, 1280, 6, "hf")
     assert est["expected_min"] == pytest.approx(153.50 / 60, abs=1e-4)
-    assert est["slowest_min"] == pytest.approx(493.07 / 60, abs=1e-4)
+    assert est["slowest_min"] == pytest.approx(493.30 / 60, abs=1e-4)
     assert limit_minutes(est["slowest_min"] + STARTUP_MIN, 2.0) == 21
     # unknown items: no estimate, the limit sized for ImageNet's 50,000
-    unknown = evaluation_estimate(None, "internvl", "mcq", 1024, "hf", 1.86, CARDS["a6000"])
-    assert unknown["expected_min"] is None and unknown["slowest_min"] == pytest.approx(50000 / 490 * 493.07 / 60, rel=1e-4)
-    # Qwen2.5-VL: a 840 px image is 30 x 30 = 900 tokens; at most max_pixels 12,845,056 / 28^2 = 16,384
-    assert image_token_bounds("qwen2_5_vl") == (900, 16384)
+    unknown = evaluation_estimate(None, (1280, 3330), "mcq", 1024, "hf", 1.86, CARDS["a6000"])
+    assert unknown["expected_min"] is None and unknown["slowest_min"] == pytest.approx(50000 / 490 * 493.30 / 60, rel=1e-4)
+    # Qwen2.5-VL (14 px patches merged 2 x 2: 28 px a token): a 840 px image is 30 x 30 = 900 tokens; at most
+    # max_pixels 12,845,056 / 28^2 = 16,384 under `authors`, 3,072 under `clean` (models/families.py)
+    qwen = SimpleNamespace(model_type="qwen2_5_vl", vision_config=SimpleNamespace(patch_size=14, spatial_merge_size=2))
+    assert (image_tokens(qwen, "authors"), image_tokens(qwen, "clean")) == ((900, 16384), (900, 3072))
 
 
 A6000_2B = """\

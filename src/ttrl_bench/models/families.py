@@ -196,6 +196,13 @@ def bound_processor(processor, size: dict) -> None:
 IMAGE_TOKENS = {"internvl": 5 * 256, "qwen2_5_vl": (840 // 28) ** 2}
 
 
+def image_tokens(config, protocol: str) -> tuple[int, int]:
+    """(typical, most) image tokens of one image of this model under a protocol, for the plan's evaluation cost
+    (plan/evaluation_cost.py): a benchmark image's (`IMAGE_TOKENS`) and the bound's most (`max_image_tokens`)."""
+    family = "qwen2_5_vl" if config.model_type.startswith("qwen") else "internvl"
+    return IMAGE_TOKENS[family], max_image_tokens(config, protocol)
+
+
 # The chat templates the TTRV authors' verl fork gives a family (protocol `authors`, config
 # evaluation.mcq.chat_template / adaptation.hyperparameters.mcq.chat_template: authors). InternVL:
 # Akshit21112002/TTRV verl/verl/utils/tokenizer.py `hf_tokenizer` replaces the tokenizer's template for

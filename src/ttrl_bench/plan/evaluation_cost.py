@@ -5,8 +5,8 @@ where `auto` might fall back to it), which times the margin (cost.py `MARGIN`) i
 
 - Items: the prepared split's size, else the TTRV authors' item list's (`AUTHORS_TEST_ITEMS`), else unknown
   (the estimate is then "?" and the limit assumes `LARGEST_TEST_SET`).
-- Prompt tokens: the image tokens of one image as the family's processor counts them (`image_token_bounds`),
-  plus `TEXT_TOKENS`.
+- Prompt tokens: the image tokens of one image under the model's pixel bound for the protocol
+  (models/families.py `image_tokens`: typical and most), plus `TEXT_TOKENS`.
 - Output tokens: what the task's answers take (`TYPICAL_ANSWER_TOKENS`), at most `max_new_tokens`.
 - Throughput: measured on one H100 80 GB (docs/gpu-runs.md, InternVL3-2B size, 1.86 B
   parameters, 597 images at 896 px = 1,280 image tokens + about 60 text, 6 new tokens, greedy): HF generate
@@ -44,18 +44,6 @@ AUTHORS_ITEMS_PER_S = 4.38
 AUTHORS_SLOWEST_ITEMS_PER_S = 2.39  # mathvista_20 InternVL3-8B 2e: 490 items in 205.4 s
 
 
-def image_token_bounds(model_type: str) -> tuple[int, int]:
-    """(typical, most) image tokens of one image as the family's processor counts them. InternVL: 256 per
-    448 px tile, a 896 px image 4 tiles + a thumbnail, at most 12 tiles + a thumbnail (the checkpoints'
-    max_dynamic_patch 12); Qwen2.5-VL: one token per 28 px square, at most max_pixels 12,845,056 / 28^2.
-    (One small function so that a per-model/protocol pixel bound elsewhere can replace it.)"""
-    if model_type.startswith("internvl"):
-        return 5 * 256, 13 * 256
-    if model_type.startswith("qwen"):
-        return (840 // 28) ** 2, 12845056 // 28 ** 2
-    return 1280, 4 * 1280  # an unknown family: InternVL's typical image, four times for the slowest case
-
-
 def tokens_per_second(backend: str, billions: float, card: Card, slowest: bool = False) -> float:
     """Prompt + output tokens one GPU of `card` decodes per second greedily for a model of `billions`
     (`slowest`: no gain from a card faster than the H100 it was measured on, cards.speed)."""
@@ -70,10 +58,11 @@ def evaluation_minutes(items: int, image_tokens: int, output_tokens: int, backen
     return tokens / tokens_per_second(backend, billions, card, slowest) / 60
 
 
-def evaluation_estimate(items: int | None, model_type: str, task: str, max_new_tokens: int, backend: str,
-                        billions: float, card: Card, completions: int = 1) -> dict:
-    """The expected and the slowest plausible minutes of an evaluation job (expected None: items unknown)."""
-    typical, most = image_token_bounds(model_type)
+def evaluation_estimate(items: int | None, image_tokens: tuple[int, int], task: str, max_new_tokens: int,
+                        backend: str, billions: float, card: Card, completions: int = 1) -> dict:
+    """The expected and the slowest plausible minutes of an evaluation job (expected None: items unknown), from
+    the (typical, most) image tokens of one image (models/families.py `image_tokens`)."""
+    typical, most = image_tokens
     answer = min(max_new_tokens, TYPICAL_ANSWER_TOKENS.get(task, max_new_tokens))
     expected_backend = "vllm" if backend in ("auto", "vllm") else "hf"
     expected = (evaluation_minutes(items, typical, answer, expected_backend, billions, card, completions)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..adaptation.hyperparameters import lora_for_dataset, rounds_for_dataset
-from ..models.families import original_vision_drop_path
+from ..models.families import image_tokens, original_vision_drop_path
 from ..runs.launch import launcher
 from . import memory
 from .cards import config_card
@@ -73,7 +73,8 @@ def evaluation_job_estimate(plan: Plan, job: Job) -> dict:
     if isinstance(per_task.get("samples"), int):
         items = min(items or per_task["samples"], per_task["samples"])
     source = model_source(plan, job.model)
-    return evaluation_estimate(items, memory.model_config(source).model_type, section, per_task["max_new_tokens"],
+    return evaluation_estimate(items, image_tokens(memory.model_config(source), protocol), section,
+                               per_task["max_new_tokens"],
                                plan.config["evaluation"]["backend"], memory.parameter_count(source) / 1e9,
                                config_card(plan.config), per_task.get("n_samples", 1) if section == "math" else 1)
 
