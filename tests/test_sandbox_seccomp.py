@@ -94,8 +94,8 @@ def test_the_system_call_numbers_are_libseccomps():
     for syscall, numbers in _syscalls.NUMBERS.items():
         for arch, number in zip(("x86_64", "aarch64"), numbers):
             found = lib.seccomp_syscall_resolve_name_arch(_seccomp.AUDIT_ARCH[arch], syscall.encode())
-            if found == -1 and syscall in NEWER_THAN_LIBSECCOMP_2_5:  # unknown to this libseccomp: the kernel's table
-                continue
+            if found == -1 and (syscall in NEWER_THAN_LIBSECCOMP_2_5 or (number or 0) >= 435):
+                continue  # unknown to this libseccomp (releases lag the kernel's calls from 5.3 on): the kernel's table
             if number is None:  # not on this architecture: libseccomp's negative pseudo-number
                 assert found < 0, (syscall, arch, found)
             else:
