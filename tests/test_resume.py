@@ -4,7 +4,6 @@ process group (Snakemake with it) at a named point (TTRL_BENCH_TEST_KILL_AT, run
 Snakemake itself is killed half-way through deleting the adapted weights (temp()) by a wrapper of the
 shutil.rmtree it deletes directories with (snakemake/io/__init__.py `remove`)."""
 
-import os
 import shutil
 import signal
 import subprocess
