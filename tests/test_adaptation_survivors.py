@@ -347,6 +347,7 @@ def _ready_adaptation(monkeypatch, seen: dict, train_error: Exception | None = N
 
     class Trainer:
         args, state = SimpleNamespace(seed=11), SimpleNamespace(global_step=3)
+        skipped_steps = 1  # one of the 3 had a non-finite gradient norm (trainer._get_grad_norm)
 
         def train(self):
             seen["train"] += 1
@@ -387,7 +388,7 @@ def test_each_run_seeds_trains_and_logs_what_the_trainer_did(monkeypatch, caplog
     assert seen["seeds"] == [(11, True)] and seen["snapshots"] == [model]
     assert first.to_dict("records") == [{"round": 0, "agreement": 0.5}]
     assert first.attrs == {"optimizer_steps": 3, "losses": [0.5], "learning_rates": [1e-6], "step_times": [2.0],
-                           "temperature": 0.9, "verifications": [{"sample": "s0"}], "weights_changed": 0.25,
+                           "skipped_steps": 1, "temperature": 0.9, "verifications": [{"sample": "s0"}], "weights_changed": 0.25,
                            "weights_changed_saved": None}
     assert seen["measured"] == [(model, None)]
     assert caplog.messages == ["3 optimizer steps changed 25.00% of the trainable weights"]

@@ -217,7 +217,7 @@ def test_describe_keeps_the_named_task_sections_and_prints_the_configs_own_value
     """What `ttrl-bench plan` prints per protocol (cli/planning.py: the config's sections, the config's values).
     A setting belongs to the section that holds its key: evaluation.<section>.<key>,
     adaptation.hyperparameters.<section>.<key>. Counted in SETTINGS by hand: mcq 3 evaluation + 10 adaptation
-    keys = 15; math 7 + 18 = 25; grounding 4 evaluation keys, in SETTINGS' order. Under clean a setting prints our
+    keys = 15; math 7 + 18 = 25; grounding 4 evaluation + 1 adaptation keys, in SETTINGS' order. Under clean a setting prints our
     value where SETTINGS has one (query_form: as_given), else "the config's"; a value the config sets (512 tokens)
     replaces either, with the protocol's reason kept; keys the config lacks keep the protocol's value."""
     from ttrl_bench.plan.protocols import describe
@@ -229,6 +229,8 @@ def test_describe_keeps_the_named_task_sections_and_prints_the_configs_own_value
         "evaluation.grounding.query_form = as_given: the dataset's query verbatim",
         "evaluation.grounding.max_new_tokens = 512: the rollouts' budget (VR-TTRL presets' max_completion_length); "
         "the paper states none for evaluation",
+        "adaptation.hyperparameters.grounding.max_completion_length = 1024: TTRV's 1,024, the VR-TTRL presets' "
+        "(a budget the paper does not contradict)",
     ]
     assert len(describe("authors", None, {"mcq"})) == 15 and len(describe("clean", None, {"math"})) == 25
     assert len(describe("authors", None, {"mcq", "math"})) == 40 and describe("authors", None, set()) == []

@@ -276,6 +276,27 @@ def test_vr_ttrl_config_plans_visionreasoners_evaluation():
     assert {"vr-refcoco-testA", "vr-refcocog", "vr-countbench"} <= set(plan.datasets)
 
 
+def test_vr_ttrl_trains_with_seg_zeros_rollout_length_its_token_mean_and_no_entropy_bonus(tmp_path):
+    """Issue 53 item 5, VR-TTRL's trainer settings where the paper is silent, from the Seg-Zero trainer
+    VisionReasoner-7B was trained with (dvlab-research/Seg-Zero @42a3345):
+    - rollout length: visionreasoner_7b.yaml:6 max_response_length 2000 under `authors` (Appendix A states
+      none); `clean` keeps TTRV's 1,024;
+    - loss: dp_actor.py:188-199 masked_mean over a micro-batch of up to 16 rows per device
+      (run_visionreasoner_7b.sh micro_batch_size_per_device_for_update=16), which holds a step's 8 rollouts on
+      one device: the token mean over the step, TRL's `dapo` (its default, no loss_type set) on one process;
+    - entropy bonus: Seg-Zero's default entropy_coeff 1e-3 (actor/config.py:72) is a trainer default; VR-TTRL's
+      Appendix A lists the update's terms (clip, KL 1e-2, lr, weight decay, grad clip) and none: no preset has one."""
+    from ttrl_bench.plan import Plan, load_config
+
+    authors = Plan(load_config("config/vr-ttrl.yaml")).method_specs["vr-ttrl"]["hyperparameters"]
+    clean_file = tmp_path / "clean.yaml"
+    clean_file.write_text("protocol: clean\n")
+    clean = Plan(load_config("config/vr-ttrl.yaml", clean_file)).method_specs["vr-ttrl"]["hyperparameters"]
+    assert (authors["max_completion_length"], clean["max_completion_length"]) == (2000, 1024)
+    assert "loss_type" not in authors and "loss_type" not in clean
+    assert not any("entropy" in key for key in authors)
+
+
 def test_published_mask_cells_read_mask_metrics_only():
     from ttrl_bench.results import paper_tables as pt
 

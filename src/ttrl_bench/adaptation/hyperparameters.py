@@ -112,7 +112,9 @@ TTRV_APPENDIX_A_HYPERPARAMETERS = {
 # default k3 "low-variance" estimator), grad clip 1.0, 5 generation rounds x 1 update per sample,
 # vision encoder frozen, the adapter trained (Appendix C.1: "language-side and adapter parameters, with the
 # vision encoder frozen"; models/families.py freeze_vision_encoder). The response length is not stated;
-# 1024 as in TTRV.
+# 1024 as in TTRV (the `authors` protocol: Seg-Zero's 2,000, visionreasoner_7b.yaml:6, plan/protocols.py). The
+# loss is TRL's dapo, the token mean over the step as Seg-Zero's on one device; no entropy bonus (Seg-Zero's
+# default 1e-3 is not among the terms Appendix A lists).
 VR_TTRL_HYPERPARAMETERS = {
     "learning_rate": 5e-7,
     "num_generations": 8,

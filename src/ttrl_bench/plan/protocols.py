@@ -88,6 +88,10 @@ SETTINGS = [
     (("evaluation", "grounding", "max_new_tokens"), 2048,
      "vision_reasoner_model.py:266 generate(max_new_tokens=2048, do_sample=False)",
      1024, "the rollouts' budget (VR-TTRL presets' max_completion_length); the paper states none for evaluation"),
+    (("adaptation", "hyperparameters", "grounding", "max_completion_length"), 2000,
+     "Seg-Zero training_scripts/visionreasoner_7b.yaml:6 max_response_length 2000, the trainer VisionReasoner-7B "
+     "was trained with (VR-TTRL states no response length)",
+     1024, "TTRV's 1,024, the VR-TTRL presets' (a budget the paper does not contradict)"),
     # ECHO: user683/ECHO @6f7b311 (standalone_inference.py, their evaluation; verl/examples/ttrl_echo/Qwen2.5/
     # geometry3k.sh and the verl fork it runs, their training). The adaptation keys sit in the math layer
     # (adaptation/presets.py MATH_METHODS: ECHO, MM-UPT, supervised GRPO), which wins over the mcq layer's
