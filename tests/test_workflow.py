@@ -180,6 +180,14 @@ def test_demo_produces_store_tables_and_figures(demo_run):
         assert (demo_run / f"results/figures/{figure}.pdf").exists()
     # adapted weights are temp(): gone once evaluated
     assert not (demo_run / "results/adapt/demo/ttrv/demo-digits/n20_random/seed0/model").exists()
+    # issue 57: the front page, within 60 lines of 120 characters, every file it names present, each figure embedded
+    front = (demo_run / "results/README.md").read_text()
+    assert len(front.splitlines()) <= 60 and max(map(len, front.splitlines())) <= 120
+    for target in [part.split(")")[0] for part in front.split("](")[1:]]:
+        assert (demo_run / "results" / target).exists(), target
+    for figure in ("accuracy", "training_curves", "cross_dataset", "step_costs"):
+        assert f"](figures/{figure}.png)" in front
+    assert "8 evaluations (2 zero-shot), 6 adaptations." in " ".join(front.splitlines())
 
 
 @pytest.mark.workflow
