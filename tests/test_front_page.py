@@ -47,7 +47,7 @@ def test_the_front_page_says_what_ran_what_agrees_and_where_everything_is(tmp_pa
     assert "Datasets (1, items evaluated): imagenet-a (200)." in " ".join(lines)
     assert "| [ttrv 1](tables/ttrv_table1.md) | 126 | 2 | 1 | 1 | 124 |" in lines
     assert "| [ttrv 9](tables/ttrv_table9.md) | 48 | 2 | 1 | 1 | 46 |" in lines
-    assert "## Published cells: 2 agree, 2 differ, 583 not run of 587" in lines
+    assert "## Published cells: 2 agree, 2 differ, 583 not run of 587 (agree: the paper's value in our 95% interval)" in lines
     assert sum(line.startswith("| [") for line in lines) == 21  # every published table, each linked
     assert "| m2b | 67.92 | 67.92 |" in lines and "| Δ TTRV | -7.92 | -7.92 |" in lines
     assert "![accuracy per dataset and method (ticks: the published values)](figures/accuracy.png)" in lines
@@ -60,7 +60,7 @@ def test_the_front_page_says_what_ran_what_agrees_and_where_everything_is(tmp_pa
 def test_without_claims_the_front_page_links_none_and_an_empty_store_says_so(tmp_path):
     page = _render(tmp_path, [])
     assert "claims" not in page and "Config config/config.yaml + mine.yaml: nothing evaluated yet." in page
-    assert "## Published cells: 0 agree, 0 differ, 587 not run of 587" in page
+    assert "## Published cells: 0 agree, 0 differ, 587 not run of 587 (agree" in page
     assert "| [ttrv 1](tables/ttrv_table1.md) | 126 | 0 | 0 | 0 | 126 |" in page
 
 
@@ -81,3 +81,30 @@ def test_the_markdown_comparison_shows_the_cells_that_ran_with_the_columns_a_rea
     assert "(1 of 126 cells agree; 124 not run;" in section and len(rows) == 3  # the header, two cells
     full = pd.read_csv(tables / "ttrv_table1_vs_published.csv")
     assert len(full) == 126 and "log_file" in full.columns
+
+
+def test_a_page_that_would_run_past_60_lines_lists_the_tables_nothing_ran_in_on_one_line(tmp_path):
+    """21 tables of which 2 ran, 120 datasets (a paragraph of 24 lines) and 30 rows of Table 1's layout: the 19
+    idle tables shrink to one line of links, the two that ran keep their rows, and the page fits."""
+    import pandas as pd
+
+    from ttrl_bench.results.front_page import front_page
+
+    tables = [("ttrv", n) for n in range(1, 15)] + [("echo", n) for n in range(1, 8)]
+    ran = {("ttrv", 1): (1, 0), ("ttrv", 2): (0, 1)}  # (agrees, differs)
+    fidelity = pd.DataFrame([{"paper": p, "table": t, "cells": 10, "agrees": ran.get((p, t), (0, 0))[0],
+                              "differs": ran.get((p, t), (0, 0))[1], "not_run": 10 - ((p, t) in ran)} for p, t in tables])
+    fidelity = pd.concat([fidelity, pd.DataFrame([{"paper": "total", "table": "", "cells": 210, "agrees": 2,
+                                                   "differs": 2, "not_run": 206}])], ignore_index=True)
+    runs = pd.DataFrame([{"run_id": f"r{i}", "model": "m", "method": "zero-shot", "train_dataset": "none",
+                          "target_dataset": f"dataset-{i:03d}", "n": 100, "n_adapt": "20", "sampling": "random",
+                          "seed": 0, "protocol": "clean"} for i in range(120)])
+    table1 = pd.DataFrame({"d": [1.0] * 30, "Mean": [1.0] * 30}, index=pd.Index([f"r{i}" for i in range(30)],
+                                                                                  name="Model"))
+    lines = front_page(runs, fidelity, table1, tmp_path, []).splitlines()
+    assert len(lines) <= 60 and max(map(len, lines)) <= 120
+    assert [line.split(" | ")[0] for line in lines if line.startswith("| ") and "cells" not in line][:2] == [
+        "| ttrv 1", "| ttrv 2"]
+    idle = " ".join(lines[lines.index("| ttrv 2 | 10 | 1 | 0 | 1 | 9 |") + 1:]).split(".")[0]
+    assert idle.startswith("No cell run in 19 tables: ttrv 3, ttrv 4,") and idle.endswith("echo 6, echo 7")
+    assert "(19 more rows: the layout table)" in lines  # not linked: no such file in tmp_path

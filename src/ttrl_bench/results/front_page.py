@@ -55,14 +55,19 @@ def what_ran(runs: pd.DataFrame, config_files: list[str]) -> list[str]:
     return _wrapped(" ".join(parts))
 
 
-def cell_counts(fidelity: pd.DataFrame, link) -> list[str]:
-    """Per published table (fidelity_summary's rows): cells, run, agree, differ, not run; the table linked."""
+def cell_counts(fidelity: pd.DataFrame, link, compact: bool = False) -> list[str]:
+    """Per published table (fidelity_summary's rows): cells, run, agree, differ, not run; the table linked.
+    `compact`: the tables of which no cell ran in one line after the others."""
     rows = fidelity[fidelity["paper"] != "total"]
     frame = pd.DataFrame({
         "table": [link(f"tables/{p}_table{t}.md", f"{p} {t}") for p, t in zip(rows["paper"], rows["table"])],
         "cells": rows["cells"], "run": rows["agrees"] + rows["differs"], "agree": rows["agrees"],
         "differ": rows["differs"], "not run": rows["not_run"]})
-    return to_markdown(frame, index=False, digits=0).splitlines()
+    if not compact:
+        return to_markdown(frame, index=False, digits=0).splitlines()
+    idle = frame[frame["run"] == 0]
+    return to_markdown(frame[frame["run"] > 0], index=False, digits=0).splitlines() + _wrapped(
+        f"No cell run in {len(idle)} tables: {', '.join(idle['table'])}.")
 
 
 def headline_rows(table1: pd.DataFrame, link) -> list[str]:
@@ -86,15 +91,17 @@ def front_page(runs: pd.DataFrame, fidelity: pd.DataFrame, table1: pd.DataFrame,
         return f"[{text}]({path})" if (results / path).exists() else text
 
     total = fidelity[fidelity["paper"] == "total"].iloc[0]
-    lines = ["# Results", "", *what_ran(runs, config_files), "",
-             f"## Published cells: {int(total['agrees'])} agree, {int(total['differs'])} differ, "
-             f"{int(total['not_run'])} not run of {int(total['cells'])}",
-             "", "Agree: the paper's value inside our 95% interval (docs/results.md).", "",
-             *cell_counts(fidelity, link), "",
-             "## Headline: our accuracy in TTRV Table 1's layout (%)", "", *headline_rows(table1, link), "",
-             "## Figures and tables", ""]
-    lines += [f"![{text}]({path})" for path, text in FIGURES if (results / path).exists()]
-    lines += [f"- [{Path(path).name}]({path}): {text}" for path, text in TABLES if (results / path).exists()]
+    for compact in (False, True):  # every table a row, unless the page would run past LINES
+        lines = ["# Results", "", *what_ran(runs, config_files), "",
+                 f"## Published cells: {int(total['agrees'])} agree, {int(total['differs'])} differ, "
+                 f"{int(total['not_run'])} not run of {int(total['cells'])} (agree: the paper's value in our 95% "
+                 "interval)", "", *cell_counts(fidelity, link, compact), "",
+                 "## Headline: our accuracy in TTRV Table 1's layout (%)", "", *headline_rows(table1, link), "",
+                 "## Figures and tables", ""]
+        lines += [f"![{text}]({path})" for path, text in FIGURES if (results / path).exists()]
+        lines += [f"- [{Path(path).name}]({path}): {text}" for path, text in TABLES if (results / path).exists()]
+        if len(lines) <= LINES:
+            break
     return "\n".join(lines) + "\n"
 
 
