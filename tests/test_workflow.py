@@ -263,7 +263,7 @@ def test_every_other_method_runs_end_to_end_on_the_cpu(demo_run, tmp_path):
     for shared in ("results/models", "results/data"):
         shutil.copytree(demo_run / shared, work / shared)
     result = _snakemake(work, "--cores", "2", "--configfile", "config/cpu-methods.yaml", "--replace-workflow-config",
-                        "results/tables/ttrv_table1_layout.md")  # the store and the tables: no figures, no audit
+                        "results/tables/ttrv_table1_layout.md")  # the store, figures, audit and tables (results/README.md)
     assert "rule build_demo_model" not in result.stdout  # the demo's model, not a new one
     db = work / "results" / "benchmark.duckdb"
     runs = query(db, "SELECT method, train_dataset, target_dataset FROM runs ORDER BY method, target_dataset")
