@@ -34,7 +34,10 @@ rule ingest_results:
 
 rule render_tables:
     input:
-        "results/benchmark.duckdb",
+        db="results/benchmark.duckdb",
+        # after them: results/README.md embeds every figure (results/front_page.py)
+        figures=expand("results/figures/{name}.png", name=["accuracy", "training_curves", "cross_dataset", "step_costs"]),
+        audit="results/audit/reward_audit.png",
     output:
         md=report(
             "results/tables/ttrv_table1_layout.md",
@@ -70,6 +73,7 @@ rule render_tables:
             category="Tables",
         ),
         claims_csv="results/tables/claims.csv",
+        front_page="results/README.md",
     params:
         cli=TTRL_BENCH,
         models=json.dumps(PLAN.paper_model_names()),
@@ -83,7 +87,7 @@ rule render_tables:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "{params.cli} render-tables --db {input} --out-dir results/tables"
+        "{params.cli} render-tables --db {input.db} --out-dir results/tables --front-page {output.front_page}"
         " --model-names {params.models:q} --dataset-names {params.datasets:q}"
         " --n-adapt {params.n_adapt} --sampling {params.sampling} --protocol {params.protocol}"
         " --metric-definitions {params.definitions} > {log} 2>&1"

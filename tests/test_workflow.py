@@ -192,6 +192,14 @@ def test_demo_produces_store_tables_and_figures(demo_run):
     assert (demo_run / "results/figures/claims.png").stat().st_size > 10_000
     # adapted weights are temp(): gone once evaluated
     assert not (demo_run / "results/adapt/demo/ttrv/demo-digits/n20_random/seed0/model").exists()
+    # issue 57: the front page, within 60 lines of 120 characters, every file it names present, each figure embedded
+    front = (demo_run / "results/README.md").read_text()
+    assert len(front.splitlines()) <= 60 and max(map(len, front.splitlines())) <= 120
+    for target in [part.split(")")[0] for part in front.split("](")[1:]]:
+        assert (demo_run / "results" / target).exists(), target
+    for figure in ("accuracy", "training_curves", "cross_dataset", "step_costs"):
+        assert f"](figures/{figure}.png)" in front
+    assert "8 evaluations (2 zero-shot), 6 adaptations." in " ".join(front.splitlines())
 
 
 @pytest.mark.workflow
@@ -267,7 +275,7 @@ def test_every_other_method_runs_end_to_end_on_the_cpu(demo_run, tmp_path):
     for shared in ("results/models", "results/data"):
         shutil.copytree(demo_run / shared, work / shared)
     result = _snakemake(work, "--cores", "2", "--configfile", "config/cpu-methods.yaml", "--replace-workflow-config",
-                        "results/tables/ttrv_table1_layout.md")  # the store and the tables: no figures, no audit
+                        "results/tables/ttrv_table1_layout.md")  # the store, figures, audit and tables (results/README.md)
     assert "rule build_demo_model" not in result.stdout  # the demo's model, not a new one
     db = work / "results" / "benchmark.duckdb"
     runs = query(db, "SELECT method, train_dataset, target_dataset FROM runs ORDER BY method, target_dataset")

@@ -86,7 +86,10 @@ def pin_numerics() -> None:
             torch.set_num_threads(int(os.environ["TTRL_BENCH_THREADS"]))
         return
     torch.set_num_threads(int(os.environ.get("TTRL_BENCH_THREADS", "1")))
-    torch.use_deterministic_algorithms(True)
+    # ATen's switch, which `torch.use_deterministic_algorithms` sets after importing torch._inductor (and with it
+    # _dynamo: as long as importing transformers itself) for its compile flag; no job compiles, and the build and
+    # every evaluation import nothing else of inductor (issue 57's profile)
+    torch._C._set_deterministic_algorithms(True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -117,8 +117,10 @@ def cmd_render_tables(args) -> None:
     cells = comparison[(comparison["paper"] == "ttrv") & (comparison["table"] == 1)]
     cells.to_csv(out / "ttrv_table1_vs_published.csv", index=False)
     agree = int((cells["status"] == "agrees").sum())
-    text += (f"\n# TTRV Table 1: published vs ours ({agree} of {len(cells)} cells agree)\n\n"
-             + to_markdown(cells, index=False))
+    ran = cells[cells["status"] != "not run"]
+    text += (f"\n# TTRV Table 1: published vs ours ({agree} of {len(cells)} cells agree; {len(cells) - len(ran)} not "
+             "run; every cell with every column: ttrv_table1_vs_published.csv)\n\n"
+             + (to_markdown(ran[pt.READER_COLUMNS], index=False) if len(ran) else ""))
     both = protocol_table(main_runs)
     both.to_csv(out / "protocols.csv", index=False)
     if not both.empty:
@@ -138,6 +140,12 @@ def cmd_render_tables(args) -> None:
                  + to_markdown(method_table(grounding, training_sets)))
     (out / "ttrv_table1_layout.md").write_text(text)
     _write_claims(db, out)
+    if args.front_page:  # after every table it links; the figures are this rule's inputs (rules/aggregate.smk)
+        from ..results.front_page import config_files_of, front_page
+
+        front = Path(args.front_page)
+        headline = method_table(_of_protocol(main_runs, protocols[0]).query("metric == 'accuracy'"), training_sets)
+        front.write_text(front_page(all_runs, fidelity, headline, front.parent, config_files_of(front.parent)))
     total = fidelity.iloc[-1]
     log.info("tables written to %s (%d of %d published cells agree with ours)", out, total["agrees"], total["cells"])
 
@@ -223,6 +231,7 @@ def _add_render_tables(sub) -> None:
     p.add_argument("--metric-definitions", choices=["code", "appendix_a"], default="code",
                    help="config tables.metric_definitions: VR-TTRL's cIoU and bbox_AP cells by VisionReasoner's "
                         "code or by Appendix A's definitions (evaluation/box_metrics.py)")
+    p.add_argument("--front-page", default=None, help="where to write the results' front page (results/README.md)")
     p.set_defaults(func=cmd_render_tables)
 
 

@@ -74,6 +74,8 @@ _RUN_KEYS = ["run_id", "model", "method", "train_dataset", "target_dataset", "n_
 # whose test items a cell scored and under which protocol (results from before these columns: ours, clean)
 PROVENANCE = {"items": "ours", "protocol": "clean"}
 _OUT = [*KEY, "ours", "our_metric", "low", "high", *PROVENANCE]
+# what a reader of a Markdown comparison needs; the CSV and the store keep every column
+READER_COLUMNS = ["model", "method", "dataset", "metric", "paper_value", "ours", "low", "high", "delta", "status"]
 
 
 def _paper_names(names: pd.Series, paper_name: dict) -> pd.Series:
