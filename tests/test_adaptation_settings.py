@@ -464,16 +464,3 @@ def test_trl_construction_overrides_swap_trls_names_and_restore_them(monkeypatch
     with pytest.raises(RuntimeError, match="boom"), placement.trl_construction_overrides(4):
         raise RuntimeError("boom")
     assert (grpo_trainer.prepare_fsdp, grpo_trainer.VLLMGeneration) == saved
-
-
-def test_auto_rolls_out_through_hf_generate_until_vllm_rollouts_have_a_gpu_run(monkeypatch):
-    """`auto` is HF generate even where vLLM could run (the stand-in says it could): docs/gpu-runs.md records colocated
-    vLLM rollouts 5 of 20 steps on the last H100, none complete; `vllm` is the one setting that asks for them. The
-    reason is the job's log line."""
-    from ttrl_bench.adaptation.config import rollout_backend_and_reason
-
-    asked = _choices(monkeypatch, "vllm")
-    backend, why = rollout_backend_and_reason("auto")
-    assert backend == "hf" and "docs/gpu-runs.md" in why and "adaptation.rollout_backend: vllm" in why
-    assert rollout_backend_and_reason("vllm") == ("vllm", "adaptation.rollout_backend: vllm")
-    assert asked == [("auto", "adaptation.rollout_backend"), ("vllm", "adaptation.rollout_backend")]
