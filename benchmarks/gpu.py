@@ -66,16 +66,30 @@ METHODS = ("ttrv", "dare", "vr-ttrl", "greedy-eval", "vllm-agreement")
 DEFAULT_METHODS = {"internvl": ("ttrv", "dare"), "qwen2_5_vl": ("dare", "vr-ttrl")}
 
 
+# TTRL_BENCH_MODELS: where built models are kept and reused by later calls on the same machine (gpu_check.sh sets
+# it); unset, each run builds its models in its own temporary folder
+MODELS = os.environ.get("TTRL_BENCH_MODELS")
+
+
 def build_model(name: str, corpus: list[str], out: Path, real: bool) -> Path:
+    """The model's folder: built now, or under TTRL_BENCH_MODELS the one an earlier call built (its `built` marker
+    is written last, so a build cut short is built again)."""
     from ttrl_bench.models.real_width import build_real_width
     from ttrl_bench.models.tiny import build_tiny, train_tokenizer
 
+    if MODELS:
+        out = Path(MODELS) / name
+        if (out / "built").exists():
+            print(f"== {name}: reusing {out}", flush=True)
+            return out
     if real:  # published widths, depths, vocabulary and placeholder ids; stored in bf16 as the checkpoints are
-        return build_real_width(PLAN_SOURCES[name], out, corpus, text_layers=None)
-    family = TINY[name]
-    model, processor = build_tiny(train_tokenizer(corpus, family), family)
-    model.to(torch.bfloat16).save_pretrained(out)
-    processor.save_pretrained(out)
+        build_real_width(PLAN_SOURCES[name], out, corpus, text_layers=None)
+    else:
+        family = TINY[name]
+        model, processor = build_tiny(train_tokenizer(corpus, family), family)
+        model.to(torch.bfloat16).save_pretrained(out)
+        processor.save_pretrained(out)
+    (out / "built").write_text(f"{name}\n")
     return out
 
 
@@ -235,6 +249,8 @@ def main() -> int:
     parser.add_argument("--answer-tokens", type=int, nargs="+",
                         help="answer lengths (max new tokens) of the adaptation jobs; default 16 (MCQ: the TTRV "
                              "logs average 5.4) / 128 (VR-TTRL) and the papers' 1,024-token budget")
+    parser.add_argument("--build-only", action="store_true",
+                        help="build the models (under TTRL_BENCH_MODELS, for later calls) and run no job")
     parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: one (model, method) in its own process
     args = parser.parse_args()
     if args.job:
@@ -270,7 +286,11 @@ def main() -> int:
         corpus = list(pd.read_parquet(digits / "manifest.parquet")["prompt"])
         for name in models:
             family = model_family(name)
+            start = time.perf_counter()
             model_dir = build_model(name, corpus, tmp / name, real=not args.tiny)
+            print(f"== {name}: ready in {time.perf_counter() - start:.1f} s", flush=True)
+            if args.build_only:
+                continue
             # one job per method and answer length: random weights never stop generating, so each length
             # is the memory and time of answers that long
             jobs = []
@@ -298,6 +318,8 @@ def main() -> int:
                         append_row(str(csv), {**row_key(job), "error": reason})
                         continue
                 failed += not run_job_process(job)
+    if args.build_only:
+        return 0
     table = pd.read_csv(csv)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     return 1 if failed else 0

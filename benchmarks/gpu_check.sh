@@ -39,11 +39,14 @@ OUT="${OUT:-$(mktemp -d)}"
 mkdir -p "$OUT"
 export TTRL_BENCH_BENCHMARK_OUT="$OUT"
 PYTHON="${PYTHON:-python3}"
-if ! "$PYTHON" -c "import trl, datasets" 2>/dev/null && [ -d benchmarks/wheels ]; then
-  [ -d /tmp/site/trl ] || "$PYTHON" -m pip install -q --no-index --no-deps --target /tmp/site benchmarks/wheels/*.whl
-  export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
+if [ ! -d /tmp/site/trl ] && [ -d benchmarks/wheels ] && ! "$PYTHON" -c "import trl, datasets" 2>/dev/null; then
+  "$PYTHON" -m pip install -q --no-index --no-deps --target /tmp/site benchmarks/wheels/*.whl
 fi
+# on the path in every call, the one that carried the wheels or a later one on the same warm machine
+[ -d /tmp/site ] && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
 export PYTHONPATH="$PWD/src:${PYTHONPATH:-}"
+# each model is built once per machine and reused by every later call (benchmarks/gpu.py build_model)
+export TTRL_BENCH_MODELS="${TTRL_BENCH_MODELS:-/tmp/ttrl-bench-models}"
 "$PYTHON" - >"$OUT/versions.txt" 2>&1 <<'PY'
 import torch, transformers, trl
 print("card", torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu")
@@ -64,6 +67,9 @@ run() {  # one gpu.py call under its own time limit; its rows are in $OUT whatev
 
 rc=0
 if [ "$part" = part1 ]; then
+  # the models first, under a limit of their own (InternVL3-2B took 38 s to build on 2 CPU cores; Qwen2.5-VL-3B has
+  # about twice the parameters): the jobs' limits below are their own work's
+  run 300 --build-only --models "$internvl" "$qwen" || rc=1
   run 210 --models "$internvl:ttrv,greedy-eval" --adapt-samples 4 --epochs 1 --answer-tokens 16 --eval-samples 200 \
     --rollout-backend hf --csv-tag part1-ttrv || rc=1
   run 90 --models "$qwen:vr-ttrl" --per-sample 2 1 --answer-tokens 128 --csv-tag part1-vr-ttrl || rc=1
@@ -74,6 +80,7 @@ else
     echo "part2: vLLM does not import here; carry its wheel first (benchmarks/README.md)"
     exit 3
   fi
+  export VLLM_USE_FLASHINFER_SAMPLER=0  # flashinfer is not carried: the last H100 run needed it (docs/gpu-runs.md)
   run 240 --models "$internvl:ttrv,vllm-agreement" --adapt-samples 4 --epochs 1 --answer-tokens 16 \
     --rollout-backend vllm --csv-tag part2-vllm || rc=1
 fi

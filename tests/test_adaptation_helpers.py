@@ -433,3 +433,19 @@ def test_starting_over_resets_the_trainer_as_a_new_one_would_be(tmp_path):
     assert (trainer._step, trainer._buffered_inputs, trainer._last_loaded_step) == (0, None, -1)
     assert fake.reward is new and trainer.reward_funcs == [new] and new.policy == ("model", "processor")
     assert (progress.losses, progress.learning_rates, progress.step_times) == ([], [], [])
+
+
+def test_auto_rolls_out_through_hf_generate_until_vllm_rollouts_have_a_gpu_run(monkeypatch):
+    """`auto` is HF generate even where vLLM could run (the stand-in says it could): docs/gpu-runs.md records colocated
+    vLLM rollouts 5 of 20 steps on the last H100, none complete; `vllm` is the one setting that asks for them. The
+    reason is the job's log line."""
+    from ttrl_bench.adaptation.config import rollout_backend_and_reason
+
+    from ttrl_bench.adaptation import config
+
+    asked = []  # choose_backend answering that vLLM could run, recording what it was asked
+    monkeypatch.setattr(config, "choose_backend", lambda choice, key: asked.append((choice, key)) or "vllm")
+    backend, why = rollout_backend_and_reason("auto")
+    assert backend == "hf" and "docs/gpu-runs.md" in why and "adaptation.rollout_backend: vllm" in why
+    assert rollout_backend_and_reason("vllm") == ("vllm", "adaptation.rollout_backend: vllm")
+    assert asked == [("auto", "adaptation.rollout_backend"), ("vllm", "adaptation.rollout_backend")]

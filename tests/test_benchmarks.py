@@ -29,10 +29,13 @@ def test_the_gpu_check_rehearses_on_tiny_models(tmp_path):
     import pandas as pd
     import trl
 
-    env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable}
+    env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable, "TTRL_BENCH_MODELS": str(tmp_path / "models")}
     result = subprocess.run(["bash", "benchmarks/gpu_check.sh", "--tiny", "part1"], cwd=REPO, capture_output=True,
                             text=True, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    # each model built once, by the first call, and reused by the three job calls
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["tiny-internvl", "tiny-qwen2.5-vl"]
+    assert result.stdout.count(": reusing ") == 3
     rows = pd.concat([pd.read_csv(tmp_path / f"gpu-cpu-tiny-part1-{tag}.csv") for tag in ("ttrv", "vr-ttrl", "dare")])
     table = rows.set_index("method")
     assert table.loc[["ttrv", "vr-ttrl", "dare"], "optimizer_steps"].tolist() == [2, 2, 2]
@@ -65,6 +68,23 @@ def test_gpu_benchmark_predicts_each_job_and_skips_what_cannot_fit():
     assert gpu.skip_reason(predicted, 40.0).startswith(f"skipped: predicted peak {predicted:.1f} GB > the GPU's 40.0 GB")
     assert gpu.predicted_peak_gb("tiny-internvl", "internvl", "ttrv", hp) != gpu.predicted_peak_gb(
         "tiny-internvl", "internvl", "ttrv", hp)  # NaN: the plan ships no config of the tiny models
+
+
+def test_the_gpu_checks_predictions_come_from_shipped_traces(tmp_path, monkeypatch):
+    """Part 1's adaptation jobs (gpu_check.sh: InternVL3-2B ttrv and dare at 16 answer tokens, Qwen2.5-VL-3B
+    vr-ttrl at 128, 8 rollouts) are predicted from plan/data/traces.json: with an empty local cache and tracing
+    refused, each prediction still comes (a fresh GPU machine would otherwise trace each on the spot)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import gpu
+    from ttrl_bench.plan import memory
+
+    monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path))
+    monkeypatch.setattr(memory, "trace_step", lambda *a, **k: pytest.fail("traced on the spot"))
+    mcq = {"max_completion_length": 16, "epochs": 1, "rollout_backend": "hf"}
+    for name, method, hp in [("internvl3-2b", "ttrv", mcq), ("internvl3-2b", "dare", mcq),
+                             ("qwen2.5-vl-3b", "vr-ttrl", {"max_completion_length": 128, "epochs": 1,
+                                                           "num_generations": 8})]:
+        assert gpu.predicted_peak_gb(name, gpu.model_family(name), method, hp) > 0
 
 
 def test_parser_gap_scores_logged_responses_by_both_parsers(tmp_path):

@@ -81,8 +81,10 @@ def test_double_expansion_is_refused_naming_the_upstream_issue():
 
 
 def test_the_colocated_engine_sampler_is_a_config_key():
-    """gpu-probe.md: without flashinfer the colocated engine needed VLLM_USE_FLASHINFER_SAMPLER=0."""
-    assert grpo_vllm_environment(None) == {}
+    """gpu-probe.md: without flashinfer the colocated engine needed VLLM_USE_FLASHINFER_SAMPLER=0: the default;
+    null leaves it to vLLM."""
+    assert grpo_vllm_environment(None) == {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
+    assert grpo_vllm_environment({"flashinfer_sampler": None}) == {}
     assert grpo_vllm_environment({"flashinfer_sampler": False}) == {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
     assert grpo_vllm_environment({"flashinfer_sampler": True}) == {"VLLM_USE_FLASHINFER_SAMPLER": "1"}
     with pytest.raises(ValueError, match="adaptation.vllm: unknown setting"):
@@ -115,7 +117,7 @@ def test_unknown_settings_are_listed_sorted_with_the_known_ones():
                                          r"\['enable_sleep_mode', 'flashinfer_sampler', 'gpu_memory_utilization', "
                                          r"'max_prompt_tokens'\]$"):
         grpo_vllm_kwargs({"b": 1, "a": 2, "max_prompt_tokens": 1}, 32)
-    assert grpo_vllm_environment({}) == {}
+    assert grpo_vllm_environment({}) == {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
 
 
 def test_forbidden_ids_bounds():

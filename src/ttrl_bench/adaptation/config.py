@@ -88,9 +88,25 @@ def forbidden_token_kwargs(backend: str, token_ids: list[int], tokenizer_size: i
     return forbid_tokens_sampling_kwargs([i for i in token_ids if i < tokenizer_size], tokenizer_size)
 
 
+# What `rollout_backend: auto` runs: transformers' generate, until TRL's colocated vLLM rollouts have a recorded GPU
+# run in docs/gpu-runs.md (on the last H100 they ran 5 of 20 steps, with VLLM_USE_FLASHINFER_SAMPLER=0 set by
+# hand, then failed on image tokens). `rollout_backend: vllm` is the one setting that asks for them.
+AUTO_ROLLOUTS = "hf"
+
+
+def rollout_backend_and_reason(choice: str) -> tuple[str, str]:
+    """(the rollout engine, why), for the job's log: choose_backend's checks, with `auto` = AUTO_ROLLOUTS."""
+    key = "adaptation.rollout_backend"
+    backend = choose_backend(choice, key)
+    if choice != "auto":
+        return backend, f"{key}: {choice}"
+    return AUTO_ROLLOUTS, (f"{key}: auto = transformers' generate, the rollout path that completed on a GPU; colocated "
+                           f"vLLM rollouts have no recorded GPU run yet (docs/gpu-runs.md): set {key}: vllm to use them")
+
+
 def rollout_backend(choice: str) -> str:
-    """vLLM rollouts (colocated with the trainer) or transformers' generate; see choose_backend."""
-    return choose_backend(choice, "adaptation.rollout_backend")
+    """vLLM rollouts (colocated with the trainer) or transformers' generate; see rollout_backend_and_reason."""
+    return rollout_backend_and_reason(choice)[0]
 
 
 def lora_config(lora: dict | None):

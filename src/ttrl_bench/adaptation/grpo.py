@@ -34,7 +34,7 @@ from ..models.families import (
     ttrv_logged_temperature,
     unsampleable_token_ids,
 )
-from .config import forbidden_token_kwargs, grpo_config, lora_config, rollout_backend
+from .config import forbidden_token_kwargs, grpo_config, lora_config, rollout_backend_and_reason
 from .layout import check_votes, fit_to_samples
 from .reward_bridge import GroupReward
 from .trainer import TestTimeGRPOTrainer
@@ -113,7 +113,8 @@ class TestTimeAdaptation:
                                               task, micro, reward_grid=hp.get("advantages", "trl") != "verl")
         self.reward = self.new_reward()
         forbidden = unsampleable_token_ids(model.config, processor.tokenizer)
-        backend = rollout_backend(hp.get("rollout_backend", "auto"))
+        backend, why = rollout_backend_and_reason(hp.get("rollout_backend", "auto"))
+        log.info("rollouts: %s (%s)", backend, why)
         if backend == "vllm":
             os.environ.update(grpo_vllm_environment(method.get("vllm")))
         self.progress = ProgressLog()

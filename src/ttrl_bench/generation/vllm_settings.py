@@ -44,10 +44,10 @@ ADAPTATION_DEFAULTS = {
     "gpu_memory_utilization": 0.3,
     # Offload weights and KV cache during the optimizer step: less memory, slower wake-up.
     "enable_sleep_mode": False,
-    # vLLM's FlashInfer top-k/top-p sampler: null = vLLM's choice; false where flashinfer is not installed
-    # (VLLM_USE_FLASHINFER_SAMPLER=0: the lent H100's rollouts needed it, docs/gpu-runs.md). TRL builds this
-    # engine without `enforce_eager` (trl/generation/vllm_generation.py:347-364): CUDA graphs stay on.
-    "flashinfer_sampler": None,
+    # vLLM's FlashInfer top-k/top-p sampler: false (VLLM_USE_FLASHINFER_SAMPLER=0), what the last GPU run's rollouts
+    # needed (docs/gpu-runs.md: set by hand on the lent H100, flashinfer not installed); null = vLLM's choice. TRL
+    # builds this engine without `enforce_eager` (trl/generation/vllm_generation.py:347-364): CUDA graphs stay on.
+    "flashinfer_sampler": False,
 }
 
 

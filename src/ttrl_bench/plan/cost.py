@@ -346,7 +346,8 @@ def job_settings(plan, job) -> JobSettings:
         n_samples = evaluated
     spec = plan.method_spec(job.method, job.protocol)
     adaptation = plan.config["adaptation"]
-    # "auto" takes vLLM where it is installed, as envs/gpu.yaml does on a cluster
+    # "auto" is sized as vLLM's colocated engine (its share reserved), though jobs now roll out through HF generate
+    # under "auto" (adaptation/config.py AUTO_ROLLOUTS): a larger peak than HF's for training; HF's prefill unchecked
     backend = spec["hyperparameters"].get("rollout_backend", adaptation["rollout_backend"])
     # vote-only builds no engine: its rollouts come from HF generate (adaptation/single_sample.py)
     trains = spec["hyperparameters"].get("updates", True)
