@@ -35,17 +35,24 @@ def test_cross_dataset_panels_wrap_at_three_a_row(tmp_path):
 def test_step_costs_give_per_sample_methods_their_own_y_range_and_keep_legends_off_the_curves(tmp_path, monkeypatch):
     drawn = []
     monkeypatch.setattr(figures, "_save", lambda fig, path: drawn.append(fig))
-    # TTRV: 10 optimizer steps of ~2-token answers; VR-TTRL: 2 generation rounds of 41-token answers
+    # TTRV: 10 optimizer steps of ~2-token answers; VR-TTRL: 2 generation rounds of 41-token answers on each of
+    # its samples. Only per-sample logs have a `sample` column: after ingest the dataset runs' is NaN (the demo's
+    # store), and their rounds must still be counted (a groupby dropping NaN keys left them uncountable)
     log = pd.DataFrame([{"model": "m", "method": "ttrv", "train_dataset": "d", "seed": 0, "step": s,
                          "seconds": 1.0, "completion_length": 2.0} for s in range(10)]
                        + [{"model": "m", "method": "vr-ttrl", "train_dataset": "s", "seed": 0, "step": s,
-                           "seconds": 9.0, "completion_length": 41.0} for s in range(2)])
+                           "sample": sample, "seconds": 9.0, "completion_length": 41.0}
+                          for sample in ("a", "b") for s in range(2)])
+    assert log["sample"].isna().sum() == 10
     figures.step_costs(log, tmp_path / "steps.png")
     fig = drawn[0]
     fig.canvas.draw()
     (seconds, length), (vr_seconds, vr_length) = [fig.axes[0:2], fig.axes[2:4]]
     assert length.get_ylim()[1] < 5 and seconds.get_ylim()[1] < 5  # TTRV's scale, not VR-TTRL's 41 / 9
-    assert vr_length.get_ylim()[0] < 41 < vr_length.get_ylim()[1]
+    assert vr_length.get_ylim()[0] < 41 < vr_length.get_ylim()[1] and vr_seconds.get_ylim()[0] < 9 < vr_seconds.get_ylim()[1]
+    # rounds counted per run: TTRV's 10, VR-TTRL's 2 per sample (the mean over its two samples)
+    assert list(seconds.get_lines()[0].get_xdata()) == list(range(1, 11))
+    assert list(vr_seconds.get_lines()[0].get_xdata()) == [1, 2]
     for ax in (length, vr_length):
         legend, panel = ax.get_legend().get_window_extent(), ax.get_window_extent()
         assert legend.x0 >= panel.x1  # right of the panel, over no curve

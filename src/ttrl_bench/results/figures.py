@@ -135,7 +135,7 @@ def step_costs(train_log: pd.DataFrame, path: Path) -> None:
     rows = [row for row in rows if row[0] in kinds] or rows[:1]
     if not train_log.empty:
         run = [c for c in ("model", "method", "train_dataset", "seed", "sample") if c in train_log]
-        train_log = train_log.assign(round=train_log.groupby(run)["step"].rank(method="dense").astype(int))
+        train_log = train_log.assign(round=train_log.groupby(run, dropna=False)["step"].rank(method="dense").astype(int))
     fig, axes = plt.subplots(len(rows), 2, figsize=(10, 3 * len(rows)), squeeze=False)
     for (per_sample, title), row_axes in zip(rows, axes):
         log = train_log[train_log["method"].map(_per_sample) == per_sample] if kinds else train_log
