@@ -36,7 +36,7 @@ rule render_tables:
     input:
         db="results/benchmark.duckdb",
         # after them: results/README.md embeds every figure (results/front_page.py)
-        figures=expand("results/figures/{name}.png", name=["accuracy", "training_curves", "cross_dataset", "step_costs"]),
+        figures=expand("results/figures/{name}.png", name=["accuracy", "training_curves", "cross_dataset", "step_costs", "claims"]),
         audit="results/audit/reward_audit.png",
     output:
         md=report(

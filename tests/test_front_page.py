@@ -57,9 +57,12 @@ def test_the_front_page_says_what_ran_what_agrees_and_where_everything_is(tmp_pa
         assert (tmp_path / "results" / target).exists(), target
 
 
-def test_without_claims_the_front_page_links_none_and_an_empty_store_says_so(tmp_path):
+def test_with_no_claim_run_the_front_page_has_no_claims_section_and_an_empty_store_says_so(tmp_path):
     page = _render(tmp_path, [])
-    assert "claims" not in page and "Config config/config.yaml + mine.yaml: nothing evaluated yet." in page
+    # render-tables always writes claims.md (every claim "not run"), so it is linked; no section counts verdicts
+    assert "## The papers' claims" not in page and "not run of 16 claims" not in page
+    assert "- [claims.md](tables/claims.md): the papers' claims against our runs" in page.splitlines()
+    assert "Config config/config.yaml + mine.yaml: nothing evaluated yet." in page
     assert "## Published cells: 0 agree, 0 differ, 587 not run of 587 (agree" in page
     assert "| [ttrv 1](tables/ttrv_table1.md) | 126 | 0 | 0 | 0 | 126 |" in page
 
@@ -101,8 +104,11 @@ def test_a_page_that_would_run_past_60_lines_lists_the_tables_nothing_ran_in_on_
                           "seed": 0, "protocol": "clean"} for i in range(120)])
     table1 = pd.DataFrame({"d": [1.0] * 30, "Mean": [1.0] * 30}, index=pd.Index([f"r{i}" for i in range(30)],
                                                                                   name="Model"))
-    lines = front_page(runs, fidelity, table1, tmp_path, []).splitlines()
+    claims = ["## The papers' claims, tested", "", "6 supported, 0 contradicted, 2 not resolved, 8 not run of 16 "
+              "claims, each paired over the same items and seeds:", "[claims.md](tables/claims.md)", ""]
+    lines = front_page(runs, fidelity, table1, tmp_path, [], claims).splitlines()
     assert len(lines) <= 60 and max(map(len, lines)) <= 120
+    assert lines[lines.index(claims[0]):lines.index(claims[0]) + 5] == claims  # the claims' section, whole
     assert [line.split(" | ")[0] for line in lines if line.startswith("| ") and "cells" not in line][:2] == [
         "| ttrv 1", "| ttrv 2"]
     idle = " ".join(lines[lines.index("| ttrv 2 | 10 | 1 | 0 | 1 | 9 |") + 1:]).split(".")[0]

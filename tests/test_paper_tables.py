@@ -271,7 +271,7 @@ def _eval_dir(root, model, method, train, target, n, metrics):
         "n_adapt": n, "sampling": "random", "seed": 0, "metric": next(iter(metrics)), "value": next(iter(metrics.values())),
         "n": 200, "n_unparsable": 0, "eval_seconds": 1.0, "config_hash": "h", "git_revision": "r", "versions": {},
         "metrics": metrics}))
-    pd.DataFrame({"id": ["a"], "output": ["x"]}).to_parquet(d / "predictions.parquet")
+    pd.DataFrame({"id": ["a"], "output": ["x"], "correct": [True]}).to_parquet(d / "predictions.parquet")
     return d
 
 

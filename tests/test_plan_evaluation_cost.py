@@ -125,3 +125,17 @@ def test_experiments_enabled_all_switches_on_every_block(tmp_path, monkeypatch):
     everything = load_config(repo / "config/ttrv.yaml", tmp_path / "all.yaml")
     assert all(block["enabled"] for block in everything["experiments"].values())
     assert set(Plan(everything).experiments) == set(as_set["experiments"])
+
+
+def test_a_cells_config_keeps_the_card_and_the_memory_its_plan_was_fitted_to(tmp_path, monkeypatch, capsys):
+    """`cell --gpu-model a6000 --gpu-memory-gb 40`: the plan it prints is fitted to 40 GB A6000s, so the cell's file
+    (what Snakemake and SLURM then run) says both, and the run line names them."""
+    from ttrl_bench.cli import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    out = tmp_path / "cell.yaml"
+    assert main(["cell", "ttrv-1", "InternVL3-2B", "ImageNet-A", "--gpu-model", "a6000", "--gpu-memory-gb", "40",
+                 "--out", str(out)]) == 0
+    assert yaml.safe_load(out.read_text())["resources"] == {"gpu_model": "a6000", "gpu_memory_gb": 40}
+    assert "the plan assumed RTX A6000 48GB GPUs with 40 GB each" in capsys.readouterr().out

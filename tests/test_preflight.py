@@ -340,6 +340,10 @@ def test_the_check_reads_each_cached_or_local_model_s_config_and_safetensors_hea
     with pytest.raises(PreflightError, match=r"none of the 1 tensors in .*local has the shape \[8, 6\] of the "
                                              r"embedding table"):
         check_cache({**config, "models": {"m": {"source": str(local)}}}, ["m"], [], ["c.yaml"], offline=True)
+    # a checkpoint of pickled weights only (pytorch_model.bin, which transformers loads) has no header to read
+    (local / "model.safetensors").unlink()
+    (local / "pytorch_model.bin").write_bytes(b"pickled")
+    check_cache({**config, "models": {"m": {"source": str(local)}}}, ["m"], [], ["c.yaml"], offline=True)
 
 
 def test_an_authors_items_copy_missing_images_is_counted_and_named_before_any_job(hf_home, tmp_path):

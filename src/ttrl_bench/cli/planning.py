@@ -14,10 +14,13 @@ def cmd_plan(args) -> None:
     _print_plan(Plan(with_card(load_config(*args.config), args.gpu_model)), args.gpu_memory_gb, args.gpus_per_node)
 
 
-def with_card(config: dict, gpu_model: str | None) -> dict:
-    """The config with `--gpu-model` as its resources.gpu_model (the card the plan fits and times jobs for)."""
+def with_card(config: dict, gpu_model: str | None, gpu_memory_gb: float | None = None) -> dict:
+    """The config with `--gpu-model` as its resources.gpu_model (the card the plan fits and times jobs for) and
+    `--gpu-memory-gb` as its resources.gpu_memory_gb, where given."""
     if gpu_model:
         config.setdefault("resources", {})["gpu_model"] = gpu_model
+    if gpu_memory_gb:
+        config.setdefault("resources", {})["gpu_memory_gb"] = gpu_memory_gb
     return config
 
 
@@ -108,7 +111,7 @@ def cmd_cell(args) -> None:
     paper, number = split_table(args.table)
     source = Path(args.config or REPO / PAPER_CONFIGS[paper])
     config = with_card(cell_config(yaml.safe_load(source.read_text()), args.table, args.model, args.dataset),
-                       args.gpu_model)  # the cell's file keeps the card: its run asks SLURM for it
+                       args.gpu_model, args.gpu_memory_gb)  # the cell's file keeps the card: its run is fitted to it
     plan = Plan(validated(copy.deepcopy(config)))
     out = Path(args.out or cell_file_name(args.table, args.model, args.dataset))
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -136,7 +139,7 @@ def cmd_cell(args) -> None:
         print(f"published: {paper} Table {number} {model} {cell['method']} {dataset} {cell['metric']} {cell['value']:.2f}{log}")
     from ..plan.cards import config_card, gpu_memory_gb
 
-    for line in run_commands(out, config_card(plan.config).name, args.gpu_memory_gb or gpu_memory_gb(plan.config)):
+    for line in run_commands(out, config_card(plan.config).name, gpu_memory_gb(plan.config)):
         print(line)
 
 

@@ -141,13 +141,20 @@ def cmd_render_tables(args) -> None:
     (out / "ttrv_table1_layout.md").write_text(text)
     _write_claims(db, out)
     if args.front_page:  # after every table it links; the figures are this rule's inputs (rules/aggregate.smk)
+        from ..results.claims_report import claims_section
         from ..results.front_page import config_files_of, front_page
 
         front = Path(args.front_page)
         headline = method_table(_of_protocol(main_runs, protocols[0]).query("metric == 'accuracy'"), training_sets)
-        front.write_text(front_page(all_runs, fidelity, headline, front.parent, config_files_of(front.parent)))
+        front.write_text(front_page(all_runs, fidelity, headline, front.parent, config_files_of(front.parent),
+                                    claims_section(db, figure=_existing(front.parent, "figures/claims.png"))))
     total = fidelity.iloc[-1]
     log.info("tables written to %s (%d of %d published cells agree with ours)", out, total["agrees"], total["cells"])
+
+
+def _existing(results: Path, path: str) -> str | None:
+    """`path` where it exists under `results` (a front page links only what is there), else None."""
+    return path if (results / path).exists() else None
 
 
 def _write_claims(db: Path, out: Path) -> None:

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 MODEL_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken", "*.jinja", "*.py"]
 # A model counts as cached when these are: its config and weights (one file or a sharded index).
 MODEL_CONFIG, MODEL_WEIGHTS = "config.json", ("model.safetensors", "model.safetensors.index.json")
+PICKLED_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json")  # transformers' older format
 
 
 # SAM2's original repositories: a checkpoint and a Hydra config, no config.json (what VisionReasoner loads
@@ -173,6 +174,9 @@ def checkpoint_problems(directory: Path, key: str) -> list[str]:
     if not isinstance(config, dict) or "model_type" not in config:
         return [f"config key `{key}`: {config_path} names no model_type (an empty or foreign config)"]
     index = Path(directory) / MODEL_WEIGHTS[1]
+    if not any((Path(directory) / name).exists() for name in MODEL_WEIGHTS) and any(
+            (Path(directory) / name).exists() for name in PICKLED_WEIGHTS):
+        return []  # pickled weights, which transformers still loads: no header to read without unpickling them
     try:
         files = sorted(set(json.loads(index.read_text())["weight_map"].values())) if index.exists() else [MODEL_WEIGHTS[0]]
     except (ValueError, KeyError) as err:

@@ -98,17 +98,17 @@ def claims_markdown(claims: pd.DataFrame, cells: pd.DataFrame) -> str:
     return text
 
 
-def claims_section(db_path: Path, link: str = "tables/claims.md") -> list[str]:
-    """The claims' section of a results front page, as Markdown lines: the verdicts and a link to the table."""
+def claims_section(db_path: Path, link: str = "tables/claims.md", figure: str | None = "figures/claims.png") -> list[str]:
+    """The claims' section of a results front page (results/front_page.py), as Markdown lines: the verdicts
+    counted, and links to the table (one row per claim) and the figure (None: not drawn); [] while no claim has both
+    arms run."""
     from .store import read_table
 
     claims = read_table(Path(db_path), "claims")
-    if claims.empty:
+    if claims.empty or (claims["verdict"] == "not run").all():
         return []
-    lines = ["## The papers' claims, tested", "",
-             f"Each headline comparison of the papers, paired over the same items and seeds ([{link}]({link}), "
-             "figure: [figures/claims.png](figures/claims.png)).", ""]
-    for row in claims.to_dict("records"):
-        ours = "" if math.isnan(row["difference"]) else f" {row['difference']:+.2f} points {_interval(row)}"
-        lines.append(f"- **{row['verdict']}**: {row['statement']} ({row['claim']};{ours} on {row['tested'] or 'nothing run'})")
-    return lines
+    counts = claims["verdict"].value_counts()
+    verdicts = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in ("supported", "contradicted", "not resolved", "not run"))
+    return ["## The papers' claims, tested", "",
+            f"{verdicts} of {len(claims)} claims, each paired over the same items and seeds:",
+            f"[claims.md]({link})" + (f", [figure]({figure})" if figure else ""), ""]

@@ -85,8 +85,9 @@ def headline_rows(table1: pd.DataFrame, link) -> list[str]:
 
 
 def front_page(runs: pd.DataFrame, fidelity: pd.DataFrame, table1: pd.DataFrame, results: Path,
-               config_files: list[str]) -> str:
-    """The page's text; links are relative to `results`, and only files that exist there are linked."""
+               config_files: list[str], claims: list[str] = ()) -> str:
+    """The page's text; links are relative to `results`, and only files that exist there are linked. `claims`:
+    the claims' section (claims_report.claims_section), shown before the figures."""
     def link(path: str, text: str) -> str:
         return f"[{text}]({path})" if (results / path).exists() else text
 
@@ -97,7 +98,7 @@ def front_page(runs: pd.DataFrame, fidelity: pd.DataFrame, table1: pd.DataFrame,
                  f"{int(total['not_run'])} not run of {int(total['cells'])} (agree: the paper's value in our 95% "
                  "interval)", "", *cell_counts(fidelity, link, compact), "",
                  "## Headline: our accuracy in TTRV Table 1's layout (%)", "", *headline_rows(table1, link), "",
-                 "## Figures and tables", ""]
+                 *claims, "## Figures and tables", ""]
         lines += [f"![{text}]({path})" for path, text in FIGURES if (results / path).exists()]
         lines += [f"- [{Path(path).name}]({path}): {text}" for path, text in TABLES if (results / path).exists()]
         if len(lines) <= LINES:
