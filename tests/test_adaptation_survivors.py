@@ -228,7 +228,8 @@ def _build(monkeypatch, hp: dict, method: dict, task=None) -> tuple[grpo.TestTim
     monkeypatch.setattr(grpo, "GroupReward", Reward)
     monkeypatch.setattr(grpo, "unsampleable_token_ids", lambda cfg, tok: [151655, 151656])
     monkeypatch.setattr(grpo, "forbidden_token_kwargs", forbidden)
-    monkeypatch.setattr(grpo, "rollout_backend", lambda choice: {"auto": "hf", "hf": "hf", "vllm": "vllm"}[choice])
+    monkeypatch.setattr(grpo, "rollout_backend_and_reason",
+                        lambda choice: ({"auto": "hf", "hf": "hf", "vllm": "vllm"}[choice], f"{choice} (test)"))
     monkeypatch.setattr(grpo, "grpo_vllm_environment", lambda settings: {"TTRL_SURVIVOR_VLLM": repr(settings)})
     monkeypatch.setattr(grpo, "grpo_config", config)
     monkeypatch.setattr(grpo, "adaptation_dataset",

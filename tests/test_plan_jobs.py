@@ -35,6 +35,14 @@ PROBE_TRACED = {"bf16": 45.879989688, "fp32": 89.027074744}
 PROBE_FLOPS = 856_365_187_006_464.0  # probe-bf16's traced FLOPs, 32 sequences x (48 + 1280 + 32) tokens
 
 
+def _vr_ttrl_plan(tmp_path) -> Plan:
+    """config/vr-ttrl.yaml with 1,024-token rollouts, the length these hand-worked numbers (and their shipped
+    traces) were made at; the `authors` protocol's own is Seg-Zero's 2,000 (issue 53; a key the config sets wins)."""
+    overlay = tmp_path / "rollouts-1024.yaml"
+    overlay.write_text("adaptation: {hyperparameters: {grounding: {max_completion_length: 1024}}}\n")
+    return Plan(load_config(REPO / "config/vr-ttrl.yaml", overlay))
+
+
 def _vr_ttrl_job(plan: Plan) -> Job:
     return Job("adapt_per_sample", "qwen2.5-vl-7b", "vr-ttrl", "reasonseg", None, "n20_random_authors", 0)
 
@@ -56,12 +64,13 @@ def test_a_4_gpu_vr_ttrl_adaptation_worked_by_hand_from_its_traces(tmp_path, mon
     Throughput: probe-bf16's FLOPs per token 8.5637e14 / 43,520 = 1.9678e10, x 64 sequences x 1,495.4 tokens /
     (9.4 s x 4 GPUs) = 5.0086e13 FLOP/s per GPU. FLOPs per sequence 2.9385e14 / 2 = 1.4692e14; per round
     8 x 1.4692e14 (trained) + 8 x 1.4692e14 / 3 x 2 (old + reference forwards) + 8 x 1024 x 2 x P (decoding)
-    = 2.0948e15; x 1000 rounds = 2.0948e18. Compute: 2.0948e18 / (5.0086e13 x 4) / 60 = 174.27 minutes,
-    + 10 of start-up = 184.27; SLURM limit ceil(2 x 184.27) = 369 minutes; GPU-hours 4 x 184.27 / 60 = 12.28."""
+    = 2.0948e15; x 1000 rounds = 2.0948e18. Compute: 2.0948e18 / (5.0086e13 x 4) / 60 = 174.27 minutes at the
+    authors' A6000 rate; on the default H100 (x 6.389) + the logs' median start-up 2.15 = 29.43 minutes, GPU-hours
+    4 x 29.43 / 60 = 1.96; SLURM limit ceil(2 x (174.27 + 6.25 slowest start-up)) = 362 minutes (the body below)."""
     monkeypatch.chdir(tmp_path)  # a fresh results tree
     monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "traces"))  # only the shipped traces count
     monkeypatch.setattr(memory, "trace_step", lambda *a: pytest.fail("a trace that is not shipped"))
-    plan = Plan(load_config(REPO / "config/vr-ttrl.yaml"))
+    plan = _vr_ttrl_plan(tmp_path)
     job = _vr_ttrl_job(plan)
     assert job in plan.jobs()
     settings = cost.job_settings(plan, job)
@@ -141,7 +150,7 @@ def test_the_same_job_on_one_gpu_offloads_and_costs_three_times_the_compute(tmp_
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "traces"))
     monkeypatch.setattr(memory, "trace_step", lambda *a: pytest.fail("a trace that is not shipped"))
-    plan = Plan(load_config(REPO / "config/vr-ttrl.yaml"))
+    plan = _vr_ttrl_plan(tmp_path)
     job = _vr_ttrl_job(plan)
     factor = (37.6 / PROBE_TRACED["bf16"] + 66.6 / PROBE_TRACED["fp32"]) / 2
     state = (4 * P + 12 * T) / 1e9
@@ -178,7 +187,7 @@ def test_a_vote_only_job_is_planned_as_rollouts_and_a_vote_not_as_training(tmp_p
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "traces"))
     monkeypatch.setattr(memory, "trace_step", lambda *a: pytest.fail("a trace that is not shipped"))
-    plan = Plan(load_config(REPO / "config/vr-ttrl.yaml"))
+    plan = _vr_ttrl_plan(tmp_path)
     job = Job("adapt_per_sample", "qwen2.5-vl-7b", "vote-only", "reasonseg", None, "n20_random_authors", 0)
     assert job in plan.jobs()
     settings = cost.job_settings(plan, job)
