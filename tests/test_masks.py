@@ -16,21 +16,29 @@ from ttrl_bench.evaluation.masks import Sam2Masker
 from ttrl_bench.evaluation.tasks import GroundingTask
 
 
-@pytest.fixture(scope="module")
-def tiny_sam2(tmp_path_factory):
-    from transformers import Sam2Config, Sam2ImageProcessor, Sam2Model, Sam2Processor
+def tiny_sam2_model(width: int, image_size: int):
+    """A random-weight Sam2Model (seed 0): one Hiera block a stage, `width` channels doubling per stage, its
+    feature maps at 1/4, 1/8 and 1/16 of `image_size` (SAM2's strides)."""
+    from transformers import Sam2Config, Sam2Model
     from transformers.models.sam2.configuration_sam2 import Sam2HieraDetConfig, Sam2VisionConfig
 
     torch.manual_seed(0)
-    backbone = Sam2HieraDetConfig(hidden_size=16, blocks_per_stage=[1, 1, 1, 1], embed_dim_per_stage=[16, 32, 64, 128],
+    widths = [width, 2 * width, 4 * width, 8 * width]
+    backbone = Sam2HieraDetConfig(hidden_size=width, blocks_per_stage=[1, 1, 1, 1], embed_dim_per_stage=widths,
                                   num_attention_heads_per_stage=[1, 1, 1, 1], global_attention_blocks=[],
-                                  image_size=[256, 256])
-    vision = Sam2VisionConfig(backbone_config=backbone, backbone_channel_list=[128, 64, 32, 16], fpn_hidden_size=32,
-                              backbone_feature_sizes=[[64, 64], [32, 32], [16, 16]])
-    config = Sam2Config(vision_config=vision.to_dict(), prompt_encoder_config={"hidden_size": 32, "image_size": 256},
-                        mask_decoder_config={"hidden_size": 32})
+                                  image_size=[image_size, image_size])
+    vision = Sam2VisionConfig(backbone_config=backbone, backbone_channel_list=widths[::-1], fpn_hidden_size=32,
+                              backbone_feature_sizes=[[image_size // s] * 2 for s in (4, 8, 16)])
+    return Sam2Model(Sam2Config(vision_config=vision.to_dict(), mask_decoder_config={"hidden_size": 32},
+                                prompt_encoder_config={"hidden_size": 32, "image_size": image_size}))
+
+
+@pytest.fixture(scope="module")
+def tiny_sam2(tmp_path_factory):
+    from transformers import Sam2ImageProcessor, Sam2Processor
+
     path = tmp_path_factory.mktemp("sam2")
-    Sam2Model(config).save_pretrained(path)
+    tiny_sam2_model(16, 256).save_pretrained(path)
     Sam2Processor(image_processor=Sam2ImageProcessor(size={"height": 256, "width": 256})).save_pretrained(path)
     Image.new("RGB", (120, 80), "white").save(path / "scene.png")
     return path
@@ -121,22 +129,12 @@ def test_sam2_loads_from_a_hub_layout_cache_of_the_hf_repository(tmp_path, monke
     Hub id, with SAM2's own transform (sam2/utils/transforms.py: 1024 x 1024, ImageNet mean / std), and masks.
     Before: Sam2Processor.from_pretrained raised OSError for the missing processor config."""
     import huggingface_hub
-    from transformers import Sam2Config, Sam2Model
-    from transformers.models.sam2.configuration_sam2 import Sam2HieraDetConfig, Sam2VisionConfig
 
     from ttrl_bench.evaluation.masks import SAM2_REPOSITORY
 
-    torch.manual_seed(0)
-    backbone = Sam2HieraDetConfig(hidden_size=8, blocks_per_stage=[1, 1, 1, 1], embed_dim_per_stage=[8, 16, 32, 64],
-                                  num_attention_heads_per_stage=[1, 1, 1, 1], global_attention_blocks=[],
-                                  image_size=[1024, 1024])
-    vision = Sam2VisionConfig(backbone_config=backbone, backbone_channel_list=[64, 32, 16, 8], fpn_hidden_size=32,
-                              backbone_feature_sizes=[[256, 256], [128, 128], [64, 64]])
-    config = Sam2Config(vision_config=vision.to_dict(), prompt_encoder_config={"hidden_size": 32, "image_size": 1024},
-                        mask_decoder_config={"hidden_size": 32})
     commit = "a" * 40
     root = tmp_path / "hub" / f"models--{SAM2_REPOSITORY.replace('/', '--')}"
-    Sam2Model(config).save_pretrained(root / "snapshots" / commit)
+    tiny_sam2_model(8, 1024).save_pretrained(root / "snapshots" / commit)
     (root / "refs").mkdir()
     (root / "refs" / "main").write_text(commit)
     assert sorted(p.name for p in (root / "snapshots" / commit).iterdir()) == ["config.json", "model.safetensors"]
