@@ -333,8 +333,11 @@ def test_a_copied_results_tree_has_nothing_to_do(demo_run, tmp_path):
 
 @pytest.mark.workflow
 def test_a_pasted_log_line_reruns_the_step(demo_run, tmp_path):
-    """Last in this file: it rewrites one evaluation of the shared demo run."""
-    demo_run, _ = demo_run
+    """On a copy of the shared demo run: it rewrites one evaluation, which in the shared run made every test after
+    it in a random order find work to do (test_a_copied_results_tree_has_nothing_to_do, issue 52)."""
+    demo_run = shutil.copytree(demo_run[0], tmp_path / "run")  # modification times kept
+    elsewhere = tmp_path / "elsewhere"  # the pasted line runs from any directory
+    elsewhere.mkdir()
     run = "demo/zero-shot/none/demo-digit-scenes/n20_random/seed0"
     if not (demo_run / f"logs/evaluate/{run}.log").read_text().startswith(f"cd '{demo_run}'"):
         # a copy of the checkout's run (demo_run): its logs name the checkout; this job's log must name the copy
@@ -344,12 +347,12 @@ def test_a_pasted_log_line_reruns_the_step(demo_run, tmp_path):
     predictions = demo_run / f"results/eval/{run}/predictions.parquet"
     before = predictions.read_bytes()
     predictions.unlink()
-    result = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True)
+    result = subprocess.run(["bash", "-c", line], cwd=elsewhere, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     assert predictions.read_bytes() == before  # greedy decoding: the same predictions
     # an adapted model's evaluation: its weights were temp(), and the error says how to keep them
     line = (demo_run / "logs/evaluate/demo/ttrv/demo-digits/demo-digits/n20_random/seed0.log").read_text().splitlines()[0]
-    result = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True)
+    result = subprocess.run(["bash", "-c", line], cwd=elsewhere, capture_output=True, text=True)
     assert result.returncode == 1 and "`adaptation.keep_adapted_weights: true`" in result.stderr
 
 
