@@ -335,7 +335,7 @@ def test_a_copied_results_tree_has_nothing_to_do(demo_run, tmp_path):
 def test_a_pasted_log_line_reruns_the_step(demo_run, tmp_path):
     """On a copy of the shared demo run: it rewrites one evaluation, which in the shared run made every test after
     it in a random order find work to do (test_a_copied_results_tree_has_nothing_to_do, issue 52)."""
-    demo_run = shutil.copytree(demo_run[0], tmp_path / "run")  # modification times kept
+    demo_run = shutil.copytree(demo_run[0], tmp_path / "pasted run")  # modification times kept; a space to quote
     elsewhere = tmp_path / "elsewhere"  # the pasted line runs from any directory
     elsewhere.mkdir()
     run = "demo/zero-shot/none/demo-digit-scenes/n20_random/seed0"
