@@ -1,5 +1,5 @@
 """One image bound per model and protocol for both backends, and the prompt budget per item
-(models/families.py image_size_bound, generation/budget.py, evaluation/evaluate.py, cli bounded_rollouts).
+(models/families.py image_size_bound, generation/budget.py, evaluation/evaluate.py, adaptation/prompt_budget.py).
 
 Qwen2.5-VL's real processor bounds (its preprocessor_config.json: min_pixels 3136, max_pixels 12845056, patch 14,
 merge 2) put a 2592x1944 photo at 6,417 image tokens: smart_resize rounds each side to 28 px squares, 1944 ->
@@ -170,7 +170,7 @@ def test_the_config_s_own_size_wins_and_reaches_both_backends(qwen_processor):
 def test_rollout_prompts_over_budget_are_left_out_by_name(tmp_path, qwen_processor):
     """Adaptation drops an over-budget sample before the trainer sees it (verl's filter_overlong_prompts in the
     authors' runs) and names it; the method carries the bound to vLLM's rollouts; all over budget is refused."""
-    from ttrl_bench.cli.adaptation import bounded_rollouts
+    from ttrl_bench.adaptation.prompt_budget import bounded_rollouts
 
     samples = _samples(tmp_path)
     method, fits, errors = bounded_rollouts(QWEN25, qwen_processor, {"vllm": {}}, samples, tmp_path, "authors")

@@ -17,6 +17,7 @@ def cmd_adapt(args) -> None:
     from ..generation.precision import adaptation_precision
     from ..models.families import use_chat_template
     from ..models.loading import checkpoint_dtype, load_model
+    from ..adaptation.prompt_budget import bounded_rollouts
     from ..runs.kill_points import kill_point
     from ..runs.processes import process_state
     from ..runs.provenance import provenance
@@ -68,23 +69,6 @@ def cmd_adapt(args) -> None:
     }
     (out / "run.json").write_text(json.dumps(meta, indent=2, default=str))
     log.info("adapted in %.1f s", seconds)
-
-
-def bounded_rollouts(config, processor, method: dict, samples, image_root: Path, protocol: str | None = None):
-    """(method with its `image_size_bound`, the samples whose prompts fit, {id: why} of those left out): the
-    protocol's image bound given to the processor (and through the method to vLLM's rollouts), then the
-    prompt budget applied to every sample before the trainer sees one (generation/budget.py)."""
-    from ..evaluation.evaluate import over_budget_samples
-    from ..generation.vllm_settings import prompt_budget
-    from ..models.families import bound_processor, image_size_bound
-
-    size = image_size_bound(config, protocol or method.get("protocol", "clean"))
-    bound_processor(processor, size)
-    errors = over_budget_samples(processor, samples, image_root, prompt_budget(method.get("vllm")), "adaptation.vllm")
-    if errors and len(errors) == len(samples):
-        raise ValueError(f"every adaptation sample's prompt exceeds adaptation.vllm.max_prompt_tokens: "
-                         f"{next(iter(errors.values()))}")
-    return {**method, "image_size_bound": size}, samples[~samples["id"].isin(list(errors))], errors
 
 
 def _add_adapt(sub) -> None:

@@ -135,7 +135,7 @@ def cmd_adapt_per_sample(args) -> None:
     from ..generation.precision import adaptation_precision
     from ..models.loading import load_model
     from ..runs.provenance import provenance
-    from .adaptation import bounded_rollouts
+    from ..adaptation.prompt_budget import bounded_rollouts
 
     method = method_spec(args)
     data_dir, adapt_out = Path(args.data), Path(args.adapt_out)

@@ -75,24 +75,6 @@ def within_budget(processor, sample: dict, decoded: tuple, max_prompt_tokens: in
     return (None, error) if error else decoded
 
 
-def over_budget_samples(processor, samples: pd.DataFrame, image_root: Path, max_prompt_tokens: int | None,
-                        key: str) -> dict[str, str]:
-    """{sample id: why} for the samples whose prompt exceeds `max_prompt_tokens` (config `key`): adaptation
-    drops them before its rollouts, as verl's filter_overlong_prompts does in the TTRV and ECHO authors' runs
-    (their logs' data.filter_overlong_prompts: True; ECHO geometry3k.sh:48), and they are error rows."""
-    from ..datasets.preprocessing import open_model_view
-
-    errors = {}
-    for sample in samples.to_dict("records"):
-        image = open_model_view(Path(image_root) / sample["image"], sample.get("input_size"))
-        error = over_budget(processor, f"sample {sample['id']}", sample["prompt"], image, max_prompt_tokens, key,
-                            sample.get("system"))
-        if error:
-            log.warning("%s", error)
-            errors[sample["id"]] = error
-    return errors
-
-
 def evaluate_model(model, processor, samples: pd.DataFrame, image_root: Path, task, max_new_tokens: int,
                    batch_size: int, vllm_settings: dict | None = None, sampling: dict | None = None,
                    max_prompt_tokens: int | None = None) -> pd.DataFrame:
