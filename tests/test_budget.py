@@ -213,7 +213,8 @@ def test_the_prompt_filter_decodes_each_image_as_evaluation_does(tmp_path, qwen_
                               f"the prompt budget of {budget} (adaptation.vllm.max_prompt_tokens)")
     assert errors["broken"].startswith(f"sample broken: image {tmp_path / 'broken.png'} does not decode: ")
     # counted at 20x40 (no min_side), the tiny image fits: 6 image tokens
-    assert list(over_budget_samples(qwen_processor, samples.drop(columns="min_side"), tmp_path, budget, "k")) == ["broken"]
+    unenlarged = over_budget_samples(qwen_processor, samples.drop(columns="min_side"), tmp_path, budget, "k")
+    assert list(unenlarged) == ["broken"]
     # evaluation's error rows for the same samples: the same decoded images, the same reasons
     frame = evaluate.evaluate_model(FakeHF(), qwen_processor, samples, tmp_path, MCQTask(), 8, 2,
                                     max_prompt_tokens=budget)
