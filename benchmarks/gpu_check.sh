@@ -68,8 +68,11 @@ run() {  # one gpu.py call under its own time limit; its rows are in $OUT whatev
 
 rc=0
 if [ "$part" = part1 ]; then
-  # the models first, under a limit of their own (InternVL3-2B took 38 s to build on 2 CPU cores; Qwen2.5-VL-3B has
-  # about twice the parameters): the jobs' limits below are their own work's
+  # the models first, under a limit of their own. Measured (docs/gpu-runs.md "Time limits of gpu_check.sh"): this
+  # call took 216 s on the 2-core CPU machine at load 6.5-8.7 (47% of one core: 103 s of CPU), InternVL3-2B built
+  # and saved in 70 s, Qwen2.5-VL-3B in 104 s (7.0 GB); an upper bound for the lent machine's 16 cores. 300 s is
+  # that x 1.4. Every later call reuses the models; its fixed part (imports, the 896 px data) took 38 s there,
+  # inside the jobs' limits below, which are otherwise their own GPU work's (not measured here: no GPU).
   run 300 --build-only --models "$internvl" "$qwen" || rc=1
   run 210 --models "$internvl:ttrv,greedy-eval" --adapt-samples 4 --epochs 1 --answer-tokens 16 --eval-samples 200 \
     --rollout-backend hf --csv-tag part1-ttrv || rc=1

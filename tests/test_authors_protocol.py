@@ -255,7 +255,7 @@ def test_describe_keeps_the_named_task_sections_and_prints_the_configs_own_value
 
 
 def test_a_path_level_names_the_adaptation_set_and_the_protocol():
-    from ttrl_bench.plan.grid import protocol_name, protocol_parts, rerun_protocol
+    from ttrl_bench.runs.path_levels import protocol_name, protocol_parts, rerun_protocol
 
     assert protocol_name(20, "random") == "n20_random"  # clean: the paths from before protocols existed
     assert protocol_name(500, "biased-4", "authors") == "n500_biased-4_authors"

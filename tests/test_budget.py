@@ -178,7 +178,7 @@ def test_rollout_prompts_over_budget_are_left_out_by_name(tmp_path, qwen_process
     assert list(errors) == ["big"] and f"prompt of {_prompt_of_big(qwen_processor)} tokens" in errors["big"] and "adaptation.vllm" in errors["big"]
     _, fits, errors = bounded_rollouts(QWEN25, qwen_processor, {"vllm": {}, "protocol": "clean"}, samples, tmp_path)
     assert (len(fits), errors) == (2, {})
-    with pytest.raises(ValueError, match="every adaptation sample's prompt exceeds"):
+    with pytest.raises(ValueError, match="every adaptation sample is left out.*exceeds the prompt budget"):
         bounded_rollouts(QWEN25, qwen_processor, {"vllm": {}}, samples.head(1), tmp_path, "authors")
 
 
@@ -189,3 +189,35 @@ def test_colocated_rollouts_give_vllm_the_bound_per_request():
     llm.generate([{"prompt_token_ids": [1, 9, 9, 2], "multi_modal_data": {"image": "im"}}])
     assert sent == [{"prompt_token_ids": [1, 9, 2], "multi_modal_data": {"image": "im"},
                      "mm_processor_kwargs": {"size": {"longest_edge": 784}}}]
+
+
+def test_the_prompt_filter_decodes_each_image_as_evaluation_does(tmp_path, qwen_processor):
+    """The filter counts the image evaluation would send (decode_image): a 20x40 image with min_side 100 (the
+    ECHO authors' enlargement) is counted at 100x100 -> smart_resize 112x112 = 4 x 4 = 16 image tokens, not at
+    20x40 (-> 56x84 = 2 x 3 = 6). With a budget of the chat text plus 12 image tokens, it is over; the 100x80
+    image (84 x 112 px, 3 x 4 = 12) fits. A truncated PNG is named, not raised, with evaluation's reason."""
+    from ttrl_bench.adaptation.prompt_budget import over_budget_samples
+
+    Image.new("RGB", (20, 40)).save(tmp_path / "tiny.png")
+    Image.new("RGB", (100, 80)).save(tmp_path / "small.png")
+    Image.linear_gradient("L").save(tmp_path / "whole.png")
+    (tmp_path / "broken.png").write_bytes((tmp_path / "whole.png").read_bytes()[:200])  # cut inside its pixels
+    samples = pd.DataFrame([{"id": i, "image": f"{i}.png", "prompt": "which option is right", "options": ["a", "b"],
+                             "answer": "A", "min_side": side} for i, side in [("tiny", 100), ("broken", None),
+                                                                            ("small", None)]])
+    text = len(qwen_processor.tokenizer(chat_prompt(qwen_processor, "which option is right"))["input_ids"]) - 1
+    budget = text + 12
+    errors = over_budget_samples(qwen_processor, samples, tmp_path, budget, "adaptation.vllm")
+    assert list(errors) == ["tiny", "broken"]
+    assert errors["tiny"] == (f"sample tiny: prompt of {text + 16} tokens (16 image tokens, image 100x100) exceeds "
+                              f"the prompt budget of {budget} (adaptation.vllm.max_prompt_tokens)")
+    assert errors["broken"].startswith(f"sample broken: image {tmp_path / 'broken.png'} does not decode: ")
+    # counted at 20x40 (no min_side), the tiny image fits: 6 image tokens
+    unenlarged = over_budget_samples(qwen_processor, samples.drop(columns="min_side"), tmp_path, budget, "k")
+    assert list(unenlarged) == ["broken"]
+    # evaluation's error rows for the same samples: the same decoded images, the same reasons
+    frame = evaluate.evaluate_model(FakeHF(), qwen_processor, samples, tmp_path, MCQTask(), 8, 2,
+                                    max_prompt_tokens=budget)
+    assert frame["error"][1] == errors["broken"]
+    assert frame["error"][0] == errors["tiny"].replace("adaptation.vllm", "evaluation.vllm")
+    assert pd.isna(frame["error"][2])  # answered

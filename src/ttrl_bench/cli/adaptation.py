@@ -53,7 +53,7 @@ def cmd_adapt(args) -> None:
         "adapt_seconds": seconds,
         "adapt_sample_ids": list(samples["id"]),
         "image_size_bound": method["image_size_bound"],
-        "over_budget": over_budget,  # samples left out: their prompt exceeds adaptation.vllm.max_prompt_tokens
+        "over_budget": over_budget,  # samples left out: prompt over adaptation.vllm.max_prompt_tokens, or image bad
         "optimizer_steps": train_log.attrs["optimizer_steps"],
         "skipped_steps": train_log.attrs["skipped_steps"],  # non-finite gradient norms, not applied
         "losses": train_log.attrs["losses"],

@@ -152,7 +152,7 @@ def cmd_adapt_per_sample(args) -> None:
     adapt_out.mkdir(parents=True, exist_ok=True)
     train_log.to_parquet(adapt_out / "train_log.parquet", index=False)
     meta = {**run_identity(args, args.dataset, args.dataset), "adapt_seconds": sum(seconds),
-            "over_budget": errors,  # samples not adapted (as cmd_adapt's): their prompt exceeds the budget
+            "over_budget": errors,  # samples not adapted (as cmd_adapt's): prompt over the budget, or image bad
             "seconds_per_sample": sum(seconds) / len(seconds), "precision": adaptation_precision(model),
             **provenance({"method": method, "model_source": args.model_source, "seed": args.seed})}
     (adapt_out / "run.json").write_text(json.dumps(meta, indent=2, default=str))

@@ -245,6 +245,18 @@ def open_model_view(path, input_size: int | None, min_side: int | None = None):
         return at_least(model_view(im.convert("RGB"), input_size), min_side)
 
 
+def decode_image(image_root: Path, sample: dict):
+    """(RGB image, None), or (None, the reason naming the sample id and file) when it does not decode: the
+    image evaluation scores and the prompt filters count (adaptation/prompt_budget.py), decoded once here.
+    A grounding sample with `input_size` (GroundingTask.view) is shown resized to that square; a sample with
+    `min_side` (config evaluation.math.min_image_side) has a shorter side enlarged to it."""
+    path = Path(image_root) / sample["image"]
+    try:
+        return open_model_view(path, sample.get("input_size"), sample.get("min_side")), None
+    except DECODE_ERRORS as err:
+        return None, f"sample {sample['id']}: image {path} does not decode: {err}"
+
+
 def _scaled(values, factors, offset: float) -> list | None:
     try:
         return [int(v * f + offset) for v, f in zip(values, factors)]

@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from ..generation.budget import over_budget
+from ..datasets.preprocessing import decode_image
+from ..generation.budget import within_budget
 from ..generation.hf import chat_prompt, generate_greedy, generate_sampled
 from ..runs.kill_points import kill_point
 
@@ -52,29 +53,6 @@ def predictions_frame(raw: list, samples: pd.DataFrame, task, errors: list[str |
 VLLM_CHUNK = 1024
 
 
-def decode_image(image_root: Path, sample: dict):
-    """(RGB image, None), or (None, the reason naming the sample id and file) when it does not decode.
-    A grounding sample with `input_size` (GroundingTask.view) is shown resized to that square; a sample with
-    `min_side` (config evaluation.math.min_image_side) has a shorter side enlarged to it."""
-    from ..datasets.preprocessing import DECODE_ERRORS, open_model_view
-
-    path = Path(image_root) / sample["image"]
-    try:
-        return open_model_view(path, sample.get("input_size"), sample.get("min_side")), None
-    except DECODE_ERRORS as err:
-        return None, f"sample {sample['id']}: image {path} does not decode: {err}"
-
-
-def within_budget(processor, sample: dict, decoded: tuple, max_prompt_tokens: int | None) -> tuple:
-    """(image, None), or (None, why) for an image that did not decode or a prompt over the budget
-    (generation/budget.py: an error row naming the sample and its token count, not a dead job)."""
-    image, error = decoded
-    if error is None:
-        error = over_budget(processor, f"sample {sample['id']}", sample["prompt"], image, max_prompt_tokens,
-                            "evaluation.vllm", sample.get("system"))
-    return (None, error) if error else decoded
-
-
 def evaluate_model(model, processor, samples: pd.DataFrame, image_root: Path, task, max_new_tokens: int,
                    batch_size: int, vllm_settings: dict | None = None, sampling: dict | None = None,
                    max_prompt_tokens: int | None = None) -> pd.DataFrame:
@@ -96,8 +74,8 @@ def evaluate_model(model, processor, samples: pd.DataFrame, image_root: Path, ta
     empty = "" if sampling is None else [""] * int(sampling["n"])  # a sample without output
     for start in tqdm(range(0, len(samples), chunk), desc="sampled eval" if sampling else "greedy eval", unit="batch"):
         batch = samples.iloc[start : start + chunk].to_dict("records")
-        decoded = [within_budget(processor, sample, decode_image(image_root, sample), max_prompt_tokens)
-                   for sample in batch]
+        decoded = [within_budget(processor, sample, decode_image(image_root, sample), max_prompt_tokens,
+                                 "evaluation.vllm") for sample in batch]
         ok = [i for i, (_, error) in enumerate(decoded) if error is None]
         for _, error in decoded:
             if error:

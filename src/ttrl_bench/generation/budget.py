@@ -35,3 +35,13 @@ def over_budget(processor, item: str, text: str, image, budget: int | None, key:
         return None
     return (f"{item}: prompt of {total} tokens ({image_tokens} image tokens, image {image.width}x{image.height}) "
             f"exceeds the prompt budget of {budget} ({key}.max_prompt_tokens)")
+
+
+def within_budget(processor, sample: dict, decoded: tuple, max_prompt_tokens: int | None, key: str) -> tuple:
+    """(image, None), or (None, why) for an image that did not decode (datasets/preprocessing.py decode_image)
+    or a prompt over the budget of config `key`: one sample's error, not a dead job."""
+    image, error = decoded
+    if error is None:
+        error = over_budget(processor, f"sample {sample['id']}", sample["prompt"], image, max_prompt_tokens, key,
+                            sample.get("system"))
+    return (None, error) if error else decoded

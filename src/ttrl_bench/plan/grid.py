@@ -12,6 +12,7 @@ from typing import NamedTuple
 from ..adaptation.presets import METHOD_NAMES, is_per_sample, method_task
 from ..datasets.registry import REGISTRY
 from ..evaluation.tasks import task_for
+from ..runs.path_levels import protocol_name, protocol_parts, rerun_protocol
 from .config import variant
 from .names import check_names, resolved_methods
 
@@ -50,26 +51,6 @@ class Job:
         get = lambda name: getattr(wildcards, name, None)  # noqa: E731
         return cls(rule, get("model"), get("method"), get("dataset") or get("train"), get("target"),
                    get("protocol"), None if get("seed") is None else int(get("seed")))
-
-
-def protocol_name(n_samples, sampling: str, rerun: str = "clean") -> str:
-    """The adaptation set and the rerun protocol (config `protocol`, plan/protocols.py) as a path level:
-    n<samples>_<sampling>[_<rerun>], e.g. n20_random (clean, as before protocols existed) and
-    n20_random_authors."""
-    return f"n{n_samples}_{sampling}" + ("" if rerun == "clean" else f"_{rerun}")
-
-
-def protocol_parts(protocol: str) -> tuple[str, str]:
-    """The adaptation set of a path level: n20_random_authors -> ("20", "random"), nall_biased-4 -> ("all",
-    "biased-4")."""
-    n_samples, sampling = protocol[1:].split("_")[:2]
-    return n_samples, sampling
-
-
-def rerun_protocol(protocol: str) -> str:
-    """The rerun protocol of a path level: n20_random -> "clean", n20_random_authors -> "authors"."""
-    parts = protocol.split("_")
-    return parts[2] if len(parts) > 2 else "clean"
 
 
 def adaptation_samples(protocol: str) -> int | None:

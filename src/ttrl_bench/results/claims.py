@@ -17,6 +17,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
+from ..runs.path_levels import protocol_name
 from .claims_registry import PAPER_METRICS, load_claims
 from .paired import mcnemar_exact, interval_verdict, p_value_verdict, paired_bootstrap
 from .paper_tables import METRICS, PROVENANCE
@@ -51,16 +52,12 @@ def item_scores(predictions: pd.DataFrame, claim_metric: str, run_metric: str) -
     return label, pd.Series(100 * values, index=ids)
 
 
-def _protocol(runs: pd.DataFrame) -> pd.Series:
-    """n<samples>_<sampling>[_authors]: the path level plan.grid.protocol_name gives the run."""
-    rerun = runs["protocol"].where(runs["protocol"] != "clean", "")
-    return "n" + runs["n_adapt"].astype(str) + "_" + runs["sampling"].astype(str) + ("_" + rerun).where(rerun != "", "")
-
-
 def _prepared(runs: pd.DataFrame) -> pd.DataFrame:
-    """Runs with their provenance (a store from before it: ours, clean) and protocol label."""
+    """Runs with their provenance (a store from before it: ours, clean) and protocol label: the path level
+    the plan gave the run (n20_random, n20_random_authors)."""
     runs = runs.assign(**{c: runs[c].fillna(d) if c in runs else d for c, d in PROVENANCE.items()})
-    return runs.assign(label=_protocol(runs))
+    levels = zip(runs["n_adapt"], runs["sampling"], runs["protocol"])
+    return runs.assign(label=[protocol_name(n, sampling, rerun) for n, sampling, rerun in levels])
 
 
 def pair_runs(claim: dict, runs: pd.DataFrame) -> pd.DataFrame:
