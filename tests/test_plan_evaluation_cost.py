@@ -73,19 +73,27 @@ models:
 
 
 def test_an_a6000_config_plans_internvl3_2b_ttrv_on_the_gpus_its_memory_needs(tmp_path, monkeypatch):
-    """The authors' card, 48 GB. InternVL3-2B TTRV (authors: micro-batch 2, vision frozen, a bf16 reference, vLLM at
-    0.3 of the card = 14.4 GB): 0.784 x (26.05 GB of fp32 weights, gradients and AdamW state + 6.58 of activations)
-    + 3.71 (reference) + 14.4 = 43.7 GB <= 48: one GPU. On an A100 40 GB the same job needs two: on one, 25.58 +
-    3.71 + 0.3 x 40 = 41.3 > 40; on two, 0.784 x (26.05 / 2 + 6.58) + 3.71 / 2 + 12 = 29.2."""
+    """The authors' card, 48 GB. InternVL3-2B TTRV (authors: micro-batch 2, vision frozen, a bf16 reference; rollouts
+    through HF generate, `auto`'s engine, 64 sequences a prefill: generation_batch_size), every image at InternVL's
+    most, 13 tiles of 256 + 2 = 3,330 tokens (within the 4,096 - 64 prompt budget). Each peak on the line through its
+    shipped traces at 256 and 1,280 image tokens, (3,330 - 256) / 1,024 = 3.00195 of the way:
+    prefill of 64: 10.3609 + 3.00195 x (20.2860 - 10.3609) = 40.156 GB (factor 1); training: 31.9119 + 3.00195 x
+    (32.6315 - 31.9119) = 34.072, of which 26.048 fp32 weights, gradients and AdamW state, 0.784 x 34.072 + 3.71
+    (reference) = 30.42. Peak 40.2 <= 48: one GPU, no engine share. On an A100 40 GB the same job needs two: on one,
+    40.16 > 40; on two, each prefills 32: 8.8926 + 3.00195 x (13.8550 - 8.8926) = 23.79 (training 0.784 x (26.05 /
+    2 + 8.02) + 3.71 / 2 = 18.35)."""
     monkeypatch.chdir(tmp_path)
     plan = Plan(validated(yaml.safe_load(A6000_2B)))
     job = Job("adapt", "internvl3-2b", "ttrv", "ai2d", None, "n20_random_authors", 0)
     assert job in plan.jobs()
     d = job_decision(plan, job)
-    assert (d.gpus, d.offload, d.gpu_peak_gb) == (1, False, 43.7) and d.predicted["vllm_gb"] == pytest.approx(14.4)
+    assert (d.gpus, d.offload, d.gpu_peak_gb) == (1, False, 40.2) and d.predicted["vllm_gb"] == 0.0
+    # 30.42 and 40.156 above, to the arithmetic's four-figure traces
+    assert (d.predicted["train_gb"], d.predicted["generation_gb"]) == (pytest.approx(30.42, abs=0.01),
+                                                                       pytest.approx(40.156, abs=0.001))
     small = Plan(validated(yaml.safe_load(A6000_2B.replace("a6000", "a100_40"))))
     d40 = job_decision(small, job)
-    assert (d40.gpus, d40.gpu_peak_gb) == (2, 29.2)
+    assert (d40.gpus, d40.gpu_peak_gb) == (2, 23.8)
 
 
 def test_the_plans_limit_at_the_authors_card_covers_their_logged_run(tmp_path, monkeypatch):
