@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from ..adaptation.config import rollout_backend
+from ..adaptation.config import AUTO_ROLLOUTS
 from ..adaptation.hyperparameters import lora_for_dataset
 from ..generation.vllm_settings import prompt_budget
 from ..models.families import freezes_vision_encoder, image_tokens
@@ -366,9 +366,10 @@ def job_settings(plan, job) -> JobSettings:
         n_samples = evaluated
     spec = plan.method_spec(job.method, job.protocol)
     adaptation = plan.config["adaptation"]
-    # the engine the job will run (adaptation/config.py: "auto" is AUTO_ROLLOUTS); vote-only builds no engine: its
-    # rollouts come from HF generate (adaptation/single_sample.py)
-    backend = rollout_backend(spec["hyperparameters"].get("rollout_backend", adaptation["rollout_backend"]))
+    # the engine the job will run ("auto" is adaptation/config.py AUTO_ROLLOUTS; the plan does not check that vLLM is
+    # installed here, the job's machine may have it); vote-only builds no engine: HF generate (adaptation/single_sample.py)
+    backend = spec["hyperparameters"].get("rollout_backend", adaptation["rollout_backend"])
+    backend = AUTO_ROLLOUTS if backend == "auto" else backend
     trains = spec["hyperparameters"].get("updates", True)
     share = adaptation["vllm"]["gpu_memory_utilization"] if trains and backend == "vllm" else 0.0
     settings = JobSettings.from_preset(spec["hyperparameters"], n_samples, per_sample=job.rule == "adapt_per_sample",
