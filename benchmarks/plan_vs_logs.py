@@ -3,10 +3,13 @@
 model, GPU count, prompts per round, rounds and card, beside what the log measured.
 
 - Adaptation: predicted = the cost model's compute minutes (plan/cost.py runtime_minutes, the authors' preset:
-  32 votes, 16 trained, 1,024 new tokens, a KL reference, micro-batch 2) scaled to the log's card, plus the
+  32 votes, 16 trained, 1,024 new tokens, a KL reference, micro-batch 2, 1,280 image tokens: cost.py
+  IMAGE_TOKENS_FOR_MINUTES) scaled to the log's card, plus the
   median start-up; measured = the log's start-up (results/author_timing.py, from the raw log in the authors'
   repository where it is fetched, else the median) + its rounds' `timing_s/step` less its validation passes.
-  Limit: what the plan would ask (cost.py MARGIN x (compute + the slowest start-up)).
+  Limit: what the plan would ask (cost.py MARGIN x (compute + the slowest start-up)). Also summarised: the same at
+  the dataset's typical image as the model counts it under `authors` (plan/samples.py TYPICAL_IMAGE_SIZES,
+  models/families.py image_tokens; per log beside the log's median prompt_length/mean, text included).
 - Evaluation: the authors' validation was host-bound, about 4 items/s per job whatever the model or GPU count:
   predicted = items / the median pace (evaluation_cost.py AUTHORS_ITEMS_PER_S), per pass; limit = MARGIN x items /
   the slowest pace. Both paces are fitted on these same logs (printed below): the evaluation rows check the
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from dataclasses import replace
 import subprocess
 import sys
 from pathlib import Path
@@ -30,14 +34,19 @@ import pandas as pd
 
 from ttrl_bench.plan import memory
 from ttrl_bench.plan.cards import AUTHORS_CARD, CARDS, speed
+from ttrl_bench.models.families import image_tokens
 from ttrl_bench.plan.cost import MARGIN, STARTUP_MIN, STARTUP_SLOWEST_MIN, JobSettings, runtime_minutes
 from ttrl_bench.plan.evaluation_cost import AUTHORS_ITEMS_PER_S, AUTHORS_SLOWEST_ITEMS_PER_S, authors_log_minutes
+from ttrl_bench.plan.samples import TYPICAL_IMAGE_SIZES
 from ttrl_bench.results.author_timing import card_memory_gb, startup_seconds
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "ttrl_bench" / "results" / "data"
 SOURCES = {"InternVL3-2B": "OpenGVLab/InternVL3-2B-hf", "InternVL2_5-4B": "OpenGVLab/InternVL2_5-4B",
            "InternVL3-8B": "OpenGVLab/InternVL3-8B-hf", "Qwen2.5-VL-3B-Instruct": "Qwen/Qwen2.5-VL-3B-Instruct",
            "Qwen2.5-VL-7B-Instruct": "Qwen/Qwen2.5-VL-7B-Instruct"}
+DATASETS = {"ai2d": "ai2d", "dtd": "dtd", "imagenet_1k": "imagenet", "imagenet_a": "imagenet-a", "imagenet_r": "imagenet-r",
+            "imagenet_s": "imagenet-sketch", "imagenet_v2": "imagenet-v2", "mathverse": "mathverse",
+            "mathvista": "mathvista", "resi45": "resisc45"}  # the logs' names -> ours
 
 
 def raw_logs(repo: Path | None) -> dict[str, str]:
@@ -64,24 +73,30 @@ def replay(runs: pd.DataFrame, steps: pd.DataFrame, logs: dict[str, str]) -> pd.
         startup = startup_seconds(text, run.file) if text else None
         card = card_of(card_memory_gb(text) if text else None)
         config = memory.model_config(SOURCES[run.model])
+        typical = image_tokens(config, "authors", TYPICAL_IMAGE_SIZES[DATASETS[run.dataset]])[0]
         settings = JobSettings(rollouts=run.votes, trained=run.trained_rollouts, prompts_per_step=run.train_batch_size,
                                new_tokens=1024, rounds=run.rounds, micro_batch=2,
                                freeze_vision=config.model_type.startswith("internvl"), reference=True, vllm_share=0.65)
         work = runtime_minutes(config, settings, 2, run.n_gpus)["compute_min"]
+        at_images = runtime_minutes(config, replace(settings, image_tokens=typical), 2, run.n_gpus)["compute_min"]
         compute = work / speed(CARDS[card], AUTHORS_CARD)
         measured = (own["timing_s/step"].sum() - passes.sum()) / 60 + (startup / 60 if startup else STARTUP_MIN)
         evaluation = authors_log_minutes(run.n_test, len(passes))
-        rows.append({"log": run.file, "card": card, "gpus": run.n_gpus, "rounds": run.rounds,
+        rows.append({"log": run.file, "card": card, "gpus": run.n_gpus, "rounds": run.rounds, "image_tokens": typical,
+                     "log_prompt": own["prompt_length/mean"].median(),
                      "adapt_pred": compute + STARTUP_MIN, "adapt_meas": measured,
+                     "images_pred": at_images / speed(CARDS[card], AUTHORS_CARD) + STARTUP_MIN,
+                     "images_limit": MARGIN * (at_images / speed(CARDS[card], AUTHORS_CARD, slowest=True)
+                                               + STARTUP_SLOWEST_MIN),
                      "adapt_limit": MARGIN * (work / speed(CARDS[card], AUTHORS_CARD, slowest=True) + STARTUP_SLOWEST_MIN),
                      "startup_meas": startup / 60 if startup else None,
                      "eval_pred": evaluation["expected_min"], "eval_meas": passes.sum() / 60,
                      "eval_limit": MARGIN * evaluation["slowest_min"], "passes": len(passes),
                      "items": run.n_test})
     out = pd.DataFrame(rows)
-    for part in ("adapt", "eval"):
-        out[f"{part}_ratio"] = out[f"{part}_pred"] / out[f"{part}_meas"]
-        out[f"{part}_covered"] = out[f"{part}_limit"] >= out[f"{part}_meas"]
+    for part in ("adapt", "eval", "images"):
+        out[f"{part}_ratio"] = out[f"{part}_pred"] / out[f"{part}_meas" if part != "images" else "adapt_meas"]
+        out[f"{part}_covered"] = out[f"{part}_limit"] >= out[f"{part}_meas" if part != "images" else "adapt_meas"]
     return out
 
 
@@ -96,16 +111,18 @@ def report(out: pd.DataFrame, fetched: bool, machine: str) -> str:
              f"{'read from the fetched authors repository (start-up and card per log)' if fetched else 'not fetched: start-up = the median, card = A6000'}.",
              f"Margin {MARGIN:g}; start-up expected {STARTUP_MIN:.2f} min, slowest {STARTUP_SLOWEST_MIN:.2f} min; "
              f"the authors' evaluation pace {AUTHORS_ITEMS_PER_S} items/s (median), slowest {AUTHORS_SLOWEST_ITEMS_PER_S}.", "",
-             "| log | card | GPUs | rounds | adapt pred min | adapt meas min | ratio | limit covers | eval pred min | eval meas min | ratio | limit covers |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| log | card | GPUs | rounds | typical image tokens | log prompt tokens | adapt pred min | adapt meas min | ratio | limit covers | eval pred min | eval meas min | ratio | limit covers |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in out.itertuples():
-        lines.append(f"| {r.log} | {r.card} | {r.gpus} | {r.rounds} | {r.adapt_pred:.1f} | {r.adapt_meas:.1f} | "
+        lines.append(f"| {r.log} | {r.card} | {r.gpus} | {r.rounds} | {r.image_tokens} | {r.log_prompt:.0f} | {r.adapt_pred:.1f} | {r.adapt_meas:.1f} | "
                      f"{r.adapt_ratio:.2f} | {'yes' if r.adapt_covered else 'NO'} | {r.eval_pred:.1f} | {r.eval_meas:.1f} | "
                      f"{r.eval_ratio:.2f} | {'yes' if r.eval_covered else 'NO'} |")
     rates = out["items"] * out["passes"] / (out["eval_meas"] * 60)
     startups = out["startup_meas"].dropna()
     lines += ["", "Predicted / measured:",
               f"- adaptation, start-up included: {summary(out['adapt_ratio'])} (target: median 0.9-1.1, p10-p90 0.75-1.35)",
+              f"- adaptation at each dataset's typical image (the 'typical image tokens' column; not the plan's): "
+              f"{summary(out['images_ratio'])}, limits covering {int(out['images_covered'].sum())}/{len(out)}",
               f"- evaluation per log: {summary(out['eval_ratio'])} (target: median 0.8-1.25, p10-p90 0.67-1.5)",
               f"- limits covering the measured time: adaptation {int(out['adapt_covered'].sum())}/{len(out)}, "
               f"evaluation {int(out['eval_covered'].sum())}/{len(out)}",

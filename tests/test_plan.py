@@ -103,14 +103,15 @@ EIGHT_B_TTRV = Job("adapt", "internvl3-8b", "ttrv", "ai2d", None, "n20_random", 
 
 def test_adaptation_requests_are_the_cost_models_decision(tmp_path):
     """InternVL3-8B (7,944,373,760 parameters, 7,640,361,472 trained: vision tower frozen), TTRV with a
-    KL reference and vLLM at 0.3 of each GPU. On 2 GPUs half the fp32 weights + gradients + AdamW state
-    (123.5 GB / 2) plus 18 GB of activations, x 0.784 calibration, + a bf16 reference shard (7.9) + vLLM
-    (24) = 94 GB > 80: 4 GPUs. Host: 4 processes x (4 + 2 bytes) x 7.944e9 (fp32 load, bf16 reference)
-    + 4 x 8 GB = 222.7 GB, x 1.1 -> 245000 MB. Limit: the margin 2 x (17.90 compute minutes at the authors'
-    A6000 rate, no faster on the H100 in the slowest case + 6.25 slowest start-up) = 48.3 -> 49.
+    KL reference, rolling out through HF generate (`auto`: no vLLM share), every image at 3,330 tokens. On one GPU
+    129.4 GB (test_a_job_predicted_not_to_fit_stops_the_dry_run_naming_the_key); on 2 GPUs half the fp32 weights +
+    gradients + AdamW state (123.46 GB / 2) plus 21.38 GB of activations, x 0.784 calibration, + a bf16 reference
+    shard (7.94) = 73.1 GB <= 80: 2 GPUs. Host: 2 processes x (4 + 2 bytes) x 7.944e9 (fp32 load, bf16 reference)
+    + 2 x 8 GB = 111.3 GB, x 1.1 -> 123000 MB. Limit: the margin 2 x (2 x 17.90 compute minutes on 2 GPUs at the
+    authors' A6000 rate, no faster on the H100 in the slowest case + 6.25 slowest start-up) = 84.1 -> 85.
     InternVL3-2B: one GPU, 1 x 6 bytes x 1.856e9 + 8 GB = 19.1 GB, x 1.1 -> 22000 MB; 2 x (16.22 + 6.25) -> 45."""
     plan = paper("ttrv.yaml")
-    assert job_request(plan, EIGHT_B_TTRV) == Request(4, 245000, 49, micro_batch=2)
+    assert job_request(plan, EIGHT_B_TTRV) == Request(2, 123000, 85, micro_batch=2)
     two_b = Job("adapt", "internvl3-2b", "ttrv", "ai2d", None, "n20_random", 0)
     assert job_request(plan, two_b) == Request(1, 22000, 45, micro_batch=2)
     # VR-TTRL per sample, Qwen2.5-VL-7B (8.29e9 parameters): 4 GPUs; its 8 rollouts x 1 prompt per step
@@ -129,9 +130,10 @@ def test_adaptation_requests_are_the_cost_models_decision(tmp_path):
 def test_echo_authors_trains_a_lora_adapter_on_geoqa_only():
     """ECHO under `authors`: GeoQA's checkpoint is a LoRA adapter (standalone_inference.py:22), rank and alpha 128
     (geometry3k.sh:108-109, commented out), verl's all-linear targets; Geometry3k trains fully. The GeoQA job's
-    method carries the resolved adapter, its memory plan has no second (reference) model, and it fits one GPU
-    where the full update needs 4."""
-    from ttrl_bench.plan.cost import job_settings
+    method carries the resolved adapter and its memory plan has no second (reference) model. Both jobs' GPUs are
+    set by HF generate's prefill (`auto`) of the 256-sequence generation batch, shared among the processes, not by
+    the update: the adapter's job, whose prefill runs LoRA's layers too, asks for more GPUs than the full update."""
+    from ttrl_bench.plan.cost import job_decision, job_settings
 
     echo = paper("echo.yaml")
     jobs = {(j.model, j.dataset): j for j in echo.jobs() if j.rule == "adapt" and j.method == "echo"}
@@ -141,7 +143,9 @@ def test_echo_authors_trains_a_lora_adapter_on_geoqa_only():
     assert job_method_settings(echo, geometry)["hyperparameters"]["lora"] is None
     assert (job_settings(echo, geoqa).lora_rank, job_settings(echo, geoqa).reference) == (128, False)
     assert (job_settings(echo, geometry).lora_rank, job_settings(echo, geometry).reference) == (0, True)
-    assert (job_request(echo, geoqa).gpus, job_request(echo, geometry).gpus) == (1, 4)
+    assert (job_request(echo, geoqa).gpus, job_request(echo, geometry).gpus) == (4, 2)
+    lora = job_decision(echo, geoqa).predicted
+    assert lora["generation_gb"] > lora["train_gb"] and lora["reference_gb"] == 0.0
     # issue 53 item 6: their GeoQA cells evaluate the checkpoint of round 654 (standalone_inference.py:22)
     assert job_method_settings(echo, geoqa)["hyperparameters"]["stop_after_rounds"] == 654
     assert job_method_settings(echo, geometry)["hyperparameters"]["stop_after_rounds"] is None
@@ -170,23 +174,28 @@ def test_built_models_ask_a_fixed_small_request_without_tracing():
     assert job_method_settings(plan, adapt) == plan.method_settings("ttrv", "n20_random")
 
 
-def test_one_gpu_for_an_8b_model_offloads_to_the_host():
-    """models.<name>.gpus = 1: the 8B training state (123.5 GB) fits only on the host. Host: one fp32
-    load (31.8 GB), the offloaded state (123.5), one bf16 reference (15.9), one process (8) = 179.1 GB,
-    x 1.1 -> 198000 MB; limit 2 x (3 x 71.59 PCIe-bound compute minutes + 6.25 start-up) = 442.1 -> 443."""
+def test_one_gpu_for_an_8b_model_fits_not_even_offloaded():
+    """models.<name>.gpus = 1: the 8B training state (123.5 GB) fits only on the host, offloaded training then
+    0.784 x 21.38 (activations, below) + 15.9 (bf16 reference) = 32.6 GB; but its rollouts come from HF generate
+    (`auto`), whose prefill of the 64-sequence generation batch, every image at InternVL's 3,330 tokens, is on the
+    line through its shipped traces at 256 and 1,280 image tokens: 37.988 + 3.00195 x (58.232 - 37.988) = 98.76 GB
+    (prefill factor 1) > 80 on one GPU whatever is offloaded."""
     plan = Plan(validated(merge(paper("ttrv.yaml").config, {"models": {"internvl3-8b": {"gpus": 1}}})))
-    assert job_request(plan, EIGHT_B_TTRV) == Request(1, 198000, 443, offload=True, micro_batch=2)
+    with pytest.raises(ValueError, match=r"generation 98\.8; 1 GPU\(s\), micro-batch 2, offload True"):
+        job_request(plan, EIGHT_B_TTRV)
 
 
 def test_a_job_predicted_not_to_fit_stops_the_dry_run_naming_the_key():
-    """InternVL3-8B on one GPU without offload: 0.784 x (123.5 + 18) + 15.9 (reference) + 24 (vLLM)
-    = 150.8 GB against 80."""
+    """InternVL3-8B on one GPU without offload, every image at InternVL's 3,330 tokens (13 tiles + 2): its training
+    step's peak on the line through its shipped traces at 256 and 1,280 image tokens, 139.750 + 3.00195 x (141.447 -
+    139.750) = 144.844 GB (123.462 of it fp32 weights, gradients and AdamW state); 0.78381 x 144.844 + 15.889 (bf16
+    reference) = 129.42 GB against 80 (no vLLM share: `auto` rolls out through HF generate)."""
     config = merge(paper("ttrv.yaml").config, {"models": {"internvl3-8b": {"gpus": 1, "offload": False}}})
     with pytest.raises(ValueError) as err:
         checks.check_requests(Plan(validated(config)))
     message = str(err.value)
     assert message.startswith("adapt internvl3-8b/")
-    assert "predicted GPU peak 150.8 GB" in message and "GPU's 80 GB" in message
+    assert "predicted GPU peak 129.4 GB" in message and "GPU's 80 GB" in message
     assert "models.internvl3-8b.gpus" in message
 
 

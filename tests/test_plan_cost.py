@@ -143,12 +143,13 @@ def test_decide_names_the_job_peak_memory_and_keys_when_nothing_fits(synthetic):
 def test_plan_table_has_a_row_per_job_of_the_ttrv_config(synthetic):
     """Every job: 16 preparations, InternVL2.5-4B's conversion, 128 adaptations and 224 evaluations
     (test_paper_configs.py counts them). InternVL3-8B (7.944 B) evaluated on AI2D's 2,704 items (the authors' list),
-    on the default H100 80 GB, expected case: 5 tiles x 256 = 1,280 image tokens + 100 text + a 6-token letter
-    through vLLM (evaluation.backend auto) at 36.2 items/s x 1,346 tokens x 1.86 / 7.944 = 11,407.9 tokens/s:
-    3,747,744 tokens in 328.5 s = 5.475 min, + 2.15 start-up -> 8 minutes, 0.13 GPU-hours. Its limits: the slowest
-    case (12 tiles + a thumbnail = 3,328 image tokens, HF generate's 6,617.9 tokens/s, max_new_tokens) x 2 + start-up:
-    clean (6 new tokens) 2 x (2,704 x 3,434 / 6,617.9 / 60 = 23.385 + 2.15) -> 52; authors (1,024) 2 x (30.317 +
-    2.15) -> 65. The conversion runs on the CPU for its 60 minutes. The node hours pack the GPU-hours, but are never
+    on the default H100 80 GB, expected case: AI2D's typical 900x600 image (plan/samples.py) is InternVL's 3:2 grid,
+    6 tiles + a thumbnail = 7 x 256 + 2 = 1,794 image tokens, + 100 text + a 6-token letter through vLLM
+    (evaluation.backend auto) at 36.2 items/s x 1,346 tokens x 1.86 / 7.944 = 11,407.9 tokens/s: 2,704 x 1,900 =
+    5,137,600 tokens in 450.4 s = 7.506 min, + 2.15 start-up -> 10 minutes, 0.16 GPU-hours. Its limits: the slowest
+    case (12 tiles + a thumbnail = 3,330 image tokens, HF generate's 6,617.9 tokens/s, max_new_tokens) x 2 +
+    start-up: clean (6 new tokens) 2 x (2,704 x 3,436 / 6,617.9 / 60 = 23.399 + 2.15) -> 52; authors (1,024)
+    2 x (30.331 + 2.15) -> 65. The conversion runs on the CPU for its 60 minutes. The node hours pack the GPU-hours, but are never
     less than the longest costed job: on a one-GPU node they are the GPU-hours."""
     from ttrl_bench.plan import Plan, load_config
     from ttrl_bench.plan.resources import plan_table
@@ -161,9 +162,9 @@ def test_plan_table_has_a_row_per_job_of_the_ttrv_config(synthetic):
     assert counts == {"prepare_data": 16, "convert_model": 1, "adapt": 128, "evaluate": 224} and totals["jobs"] == 369
     evaluations = {r["job"]: r for r in rows if r["rule"] == "evaluate" and r["job"].startswith("evaluate internvl3-8b/")}
     clean, authors = (evaluations[f"evaluate internvl3-8b/ttrv/ai2d/n20_random{p}/seed0"] for p in ("", "_authors"))
-    assert (clean["gpus"], clean["minutes"], clean["gpu_hours"], clean["limit"]) == (1, 8, 0.13, 52)
-    assert (authors["gpus"], authors["minutes"], authors["gpu_hours"], authors["limit"]) == (1, 8, 0.13, 65)
-    assert authors["parts"]["evaluation"] == pytest.approx(2704 * 1386 / (36.2 * 1346 * 1.86 / 7.94437376) / 3600)
+    assert (clean["gpus"], clean["minutes"], clean["gpu_hours"], clean["limit"]) == (1, 10, 0.16, 52)
+    assert (authors["gpus"], authors["minutes"], authors["gpu_hours"], authors["limit"]) == (1, 10, 0.16, 65)
+    assert authors["parts"]["evaluation"] == pytest.approx(2704 * 1900 / (36.2 * 1346 * 1.86 / 7.94437376) / 3600)
     assert [(r["minutes"], r["gpu_hours"]) for r in rows if r["rule"] == "convert_model"] == [(60, 0.0)]
     adapt = [r for r in rows if r["rule"] == "adapt"]
     assert all(r["gpus"] >= 1 and r["gpu_peak_gb"] <= 80 for r in adapt)
@@ -175,16 +176,20 @@ def test_plan_table_has_a_row_per_job_of_the_ttrv_config(synthetic):
 
 
 def test_the_plan_tells_a_user_of_smaller_gpus_which_key_to_change():
-    """On 40 GB GPUs every InternVL3-2B adaptation (17 under authors, 16 under clean) asks for 2 GPUs: the plan
-    names models.internvl3-2b.gpus: 1 and what it costs with offload; for InternVL3-8B, that nothing fits one."""
+    """On the default 80 GB the multi-GPU models' adaptations fit no single GPU, and the plan says so per model. On
+    40 GB GPUs the 8-prompt InternVL3-8B variant fits no GPU count: HF generate's prefill of its generation batch,
+    every image at InternVL's 3,330 tokens, needs over 40 GB a process even on 8; the plan names the job, the part
+    and the keys to change (the method's generation_batch_size among them)."""
     from ttrl_bench.plan import Plan, load_config
     from ttrl_bench.plan.resources import fewer_gpus
 
-    lines = fewer_gpus(Plan(load_config("config/ttrv.yaml")), gpu_memory_gb=40)
-    two_b = next(line for line in lines if line.startswith("models.internvl3-2b.gpus: 1"))
-    assert two_b.startswith("models.internvl3-2b.gpus: 1 runs its 33 multi-GPU adaptation(s) on one GPU each, "
-                            "33 of them with offload: ")
-    assert any(line.startswith("models.internvl3-8b.gpus: 1 does not fit: ") for line in lines)
+    plan = Plan(load_config("config/ttrv.yaml"))
+    lines = fewer_gpus(plan)
+    assert [line.split(" does not fit: ")[0] for line in lines] == ["models.internvl2.5-4b.gpus: 1",
+                                                                    "models.internvl3-8b.gpus: 1"]
+    with pytest.raises(ValueError, match=r"internvl3-8b/ttrv-2-epochs-8-prompts/.*generation [0-9.]+; 8 GPU.*"
+                                         r"exceeds the GPU's 40 GB.*generation_batch_size"):
+        fewer_gpus(plan, gpu_memory_gb=40)
 
 
 def test_decide_counts_a_colocated_vllm_engine(synthetic):

@@ -169,16 +169,17 @@ def test_only_a_per_sample_job_counts_the_evaluated_samples(tmp_path):
 
 @pytest.mark.parametrize("hyperparameter, adaptation, share", [
     (None, "vllm", 0.45),  # the method leaves it out: the adaptation config's vllm
-    (None, "auto", 0.45),  # auto takes vLLM where installed (envs/gpu.yaml)
+    (None, "auto", 0.0),  # auto rolls out through HF generate (adaptation/config.py AUTO_ROLLOUTS): no engine
     (None, "hf", 0.0),  # HF generate: no engine
     ("vllm", "hf", 0.45),  # the method's hyperparameter over the adaptation config
-    ("auto", "hf", 0.45),
+    ("auto", "hf", 0.0),
+    ("vllm", "auto", 0.45),
     ("hf", "vllm", 0.0),
     ("hf", "auto", 0.0),
 ])
 def test_the_rollout_backend_is_the_methods_over_the_adaptation_configs(tmp_path, hyperparameter, adaptation, share):
-    """vllm_share is adaptation.vllm.gpu_memory_utilization (0.45 here, not the schema's 0.3) when the backend is
-    "auto" or "vllm", else 0.0; the backend is the method's `rollout_backend` hyperparameter where it has one, else
+    """vllm_share is adaptation.vllm.gpu_memory_utilization (0.45 here, not the schema's 0.3) when the job runs vLLM
+    rollouts ("vllm"; "auto" runs HF generate), else 0.0; the backend is the method's `rollout_backend` hyperparameter where it has one, else
     adaptation.rollout_backend."""
     hp = {"num_generations": 4} | ({"rollout_backend": hyperparameter} if hyperparameter else {})
     assert cost.job_settings(_plan(tmp_path, hp, backend=adaptation), _job()).vllm_share == share

@@ -62,6 +62,50 @@ def test_an_evaluation_estimate_worked_by_hand_on_an_a6000():
     assert (image_tokens(qwen, "authors"), image_tokens(qwen, "clean")) == ((900, 16384), (900, 3072))
 
 
+def test_a_test_sets_typical_image_is_counted_as_each_processor_counts_it():
+    """plan/samples.py TYPICAL_IMAGE_SIZES through models/families.py image_tokens_of. Qwen2.5-VL rounds each side to
+    28 px: ImageNet's 500x375 -> 504 x 364 = 18 x 13 = 234 tokens; RESISC45's 256x256 -> 252 x 252 = 81; AI2D's
+    900x600 -> 896 x 588 = 32 x 21 = 672. InternVL
+    takes the 448 px tile grid of at most 12 closest to the aspect ratio, + a thumbnail when more than one, 256 tokens
+    a tile + <img> </img>: 4:3 -> 4 x 3 + 1 = 13 tiles = 3,330; AI2D's 900x600 (3:2) -> 3 x 2 + 1 = 7 -> 1,794;
+    256x256 -> one tile, no thumbnail, 258 (the authors' RESISC45 prompts: 330 tokens with their text)."""
+    from ttrl_bench.plan.samples import TYPICAL_IMAGE_SIZES
+
+    qwen = SimpleNamespace(model_type="qwen2_5_vl", vision_config=SimpleNamespace(patch_size=14, spatial_merge_size=2))
+    internvl = SimpleNamespace(model_type="internvl", vision_config=None)
+    sizes = [TYPICAL_IMAGE_SIZES[name] for name in ("imagenet", "resisc45", "ai2d")]
+    assert [image_tokens(qwen, "authors", size)[0] for size in sizes] == [234, 81, 672]
+    assert [image_tokens(internvl, "clean", size) for size in sizes] == [(3330, 3330), (258, 3330), (1794, 3330)]
+    assert image_tokens(internvl, "clean", None) == (1280, 3330)  # a set with no documented size: the benchmark image's
+
+
+def test_a_peak_between_the_traced_image_tokens_is_read_off_their_line(monkeypatch):
+    """memory.image_trace: a shape whose image tokens are not shipped is on the line through its traces at 256 and
+    1,280 image tokens. Peaks 10 and 20 GB, FLOPs 1e12 and 3e12: at 3,330 tokens, (3,330 - 256) / 1,024 = 3.00195 of
+    the way: 10 + 30.0195 = 40.0195 GB and 1e12 + 6.0039e12 FLOPs; at 768 tokens, half-way: 15 GB, 2e12."""
+    from dataclasses import replace
+
+    from ttrl_bench.plan import memory
+
+    traced = {256: (10.0, 1e12), 1280: (20.0, 3e12)}
+    asked = []
+
+    def fake(config, shape):
+        asked.append(shape.image_tokens)
+        peak, flops = traced[shape.image_tokens]
+        return memory.Trace(peak, 7, 5, flops, 0.0, {"ACT": peak})
+
+    monkeypatch.setattr(memory, "cached_trace", fake)
+    monkeypatch.setattr(memory, "trace_key", lambda config, shape: "not shipped")
+    shape = memory.StepShape(sequences=2, prompt_tokens=64, image_tokens=3330, new_tokens=8)
+    far = memory.image_trace(None, shape)
+    assert (far.peak_gb, far.flops, far.breakdown_gb["ACT"]) == (pytest.approx(40.0195, abs=1e-4),  # 4 decimals worked
+                                                                pytest.approx(7.0039e12, rel=1e-4), pytest.approx(40.0195, abs=1e-4))
+    half = memory.image_trace(None, replace(shape, image_tokens=768))
+    assert (half.peak_gb, half.flops, half.parameters, half.trainable) == (15.0, 2e12, 7, 5)  # exact in binary
+    assert memory.image_trace(None, replace(shape, image_tokens=1280)).peak_gb == 20.0 and asked[-1] == 1280
+
+
 A6000_2B = """\
 datasets: [ai2d]
 methods: [ttrv]
@@ -73,19 +117,27 @@ models:
 
 
 def test_an_a6000_config_plans_internvl3_2b_ttrv_on_the_gpus_its_memory_needs(tmp_path, monkeypatch):
-    """The authors' card, 48 GB. InternVL3-2B TTRV (authors: micro-batch 2, vision frozen, a bf16 reference, vLLM at
-    0.3 of the card = 14.4 GB): 0.784 x (26.05 GB of fp32 weights, gradients and AdamW state + 6.58 of activations)
-    + 3.71 (reference) + 14.4 = 43.7 GB <= 48: one GPU. On an A100 40 GB the same job needs two: on one, 25.58 +
-    3.71 + 0.3 x 40 = 41.3 > 40; on two, 0.784 x (26.05 / 2 + 6.58) + 3.71 / 2 + 12 = 29.2."""
+    """The authors' card, 48 GB. InternVL3-2B TTRV (authors: micro-batch 2, vision frozen, a bf16 reference; rollouts
+    through HF generate, `auto`'s engine, 64 sequences a prefill: generation_batch_size), every image at InternVL's
+    most, 13 tiles of 256 + 2 = 3,330 tokens (within the 4,096 - 64 prompt budget). Each peak on the line through its
+    shipped traces at 256 and 1,280 image tokens, (3,330 - 256) / 1,024 = 3.00195 of the way:
+    prefill of 64: 10.3609 + 3.00195 x (20.2860 - 10.3609) = 40.156 GB (factor 1); training: 31.9119 + 3.00195 x
+    (32.6315 - 31.9119) = 34.072, of which 26.048 fp32 weights, gradients and AdamW state, 0.784 x 34.072 + 3.71
+    (reference) = 30.42. Peak 40.2 <= 48: one GPU, no engine share. On an A100 40 GB the same job needs two: on one,
+    40.16 > 40; on two, each prefills 32: 8.8926 + 3.00195 x (13.8550 - 8.8926) = 23.79 (training 0.784 x (26.05 /
+    2 + 8.02) + 3.71 / 2 = 18.35)."""
     monkeypatch.chdir(tmp_path)
     plan = Plan(validated(yaml.safe_load(A6000_2B)))
     job = Job("adapt", "internvl3-2b", "ttrv", "ai2d", None, "n20_random_authors", 0)
     assert job in plan.jobs()
     d = job_decision(plan, job)
-    assert (d.gpus, d.offload, d.gpu_peak_gb) == (1, False, 43.7) and d.predicted["vllm_gb"] == pytest.approx(14.4)
+    assert (d.gpus, d.offload, d.gpu_peak_gb) == (1, False, 40.2) and d.predicted["vllm_gb"] == 0.0
+    # 30.42 and 40.156 above, to the arithmetic's four-figure traces
+    assert (d.predicted["train_gb"], d.predicted["generation_gb"]) == (pytest.approx(30.42, abs=0.01),
+                                                                       pytest.approx(40.156, abs=0.001))
     small = Plan(validated(yaml.safe_load(A6000_2B.replace("a6000", "a100_40"))))
     d40 = job_decision(small, job)
-    assert (d40.gpus, d40.gpu_peak_gb) == (2, 29.2)
+    assert (d40.gpus, d40.gpu_peak_gb) == (2, 23.8)
 
 
 def test_the_plans_limit_at_the_authors_card_covers_their_logged_run(tmp_path, monkeypatch):

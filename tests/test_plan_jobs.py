@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -28,7 +29,12 @@ REPO = Path(__file__).resolve().parents[1]
 # 7,660,190,976 trained (the vision tower frozen but its patch merger: hyperparameters.py VR_TTRL freeze_vision
 # True). fp32 weights + gradients + 2 AdamW moments of the trained part: 4 P + 12 T bytes = 125.090958336 GB.
 P, T = 8_292_166_656, 7_660_190_976
-PEAK = {2: 145.798038536, 4: 152.253278216}  # traced training step at micro-batch 2 and 4 (GB)
+PEAK = {2: 145.798038536, 4: 152.253278216}  # traced training step at micro-batch 2 and 4 (GB), 1,280 image tokens
+PEAK_256 = {2: 142.02802996, 4: 144.713261064}  # the same at 256 image tokens (memory.ANCHOR_IMAGE_TOKENS)
+# Images at the most a kept rollout's can take under `authors`: Qwen2.5-VL's 16,384 within the 4,096-token prompt
+# budget less 64 of text, 4,032: 3.6875 of the way from the 256-token trace to the 1,280 one (memory.image_trace).
+ALONG = (4032 - 256) / 1024
+PREFILL_2 = {256: 34.362055328, 1280: 34.699958944}  # shipped prefill traces, 2 sequences, fp32 weights
 FLOPS_MB2 = 293_846_727_000_064.0  # FLOPs of the traced step at micro-batch 2
 # the two measured training points (calibration.csv probe-bf16 / probe-fp32, InternVL3-2B on one H100)
 PROBE_TRACED = {"bf16": 45.879989688, "fp32": 89.027074744}
@@ -51,14 +57,18 @@ def test_a_4_gpu_vr_ttrl_adaptation_worked_by_hand_from_its_traces(tmp_path, mon
     """VR-TTRL on Qwen2.5-VL-7B, ReasonSeg (config/vr-ttrl.yaml). Its settings (hyperparameters.py
     VR_TTRL_HYPERPARAMETERS): 8 rollouts, all trained, 1 prompt per step, 1024 completion tokens, micro-batch 4,
     KL reference (kl_beta 0.01), 5 epochs on each of the 200 evaluated samples (vr-ttrl.yaml grounding.samples
-    200): 1000 rounds; the rollouts from vLLM (rollout_backend auto) reserving 0.3 x 80 = 24 GB of each GPU.
+    200): 1000 rounds; the rollouts from HF generate (rollout_backend auto: adaptation/config.py AUTO_ROLLOUTS), no
+    engine share; every image at 4,032 tokens (ALONG above).
 
     Calibration: (37.6 / 45.880 + 66.6 / 89.027) / 2 = (0.81953 + 0.74809) / 2 = 0.78381.
-    State 4 P + 12 T = 33.169 + 91.922 = 125.091 GB; activations: the trace's peak minus it.
-    1 GPU: 0.784 x (125.09 + 27.16) + 2 P / 1e9 (bf16 reference 16.58) + 24 = 159.9 GB > 80.
-    2 GPUs (4 rollouts a process, micro-batch 4): 0.784 x (62.55 + 27.16) + 8.29 + 24 = 102.6 GB > 80.
+    State 4 P + 12 T = 33.169 + 91.922 = 125.091 GB; activations: the peak at 4,032 image tokens minus it:
+    micro-batch 4: 144.713 + 3.6875 x (152.253 - 144.713) = 172.517 -> 47.426; micro-batch 2: 142.028 + 3.6875 x
+    (145.798 - 142.028) = 155.930 -> 30.839.
+    1 GPU: 0.784 x (125.09 + 47.43) + 2 P / 1e9 (bf16 reference 16.58) = 151.8 GB > 80.
+    2 GPUs (4 rollouts a process, micro-batch 4): 0.784 x (62.55 + 47.43) + 8.29 = 94.5 GB > 80.
     4 GPUs: 8 rollouts / 4 processes leave 2 a process, so the micro-batch 4 runs as 2 (adaptation/layout.py):
-    0.784 x (31.27 + 20.71) + 4.15 + 24 = 68.89 GB <= 80: 4 GPUs, no offload.
+    0.784 x (31.27 + 30.84) + 4.15 = 52.83 GB <= 80, and HF's prefill of each process's 2 rollouts 34.362 + 3.6875 x
+    (34.700 - 34.362) = 35.61: 4 GPUs, no offload.
     Host: 4 processes x 4 P (fp32 loads, 132.67) + 4 x 4 T (pinned snapshots, per sample: 122.56) + 4 x 2 P
     (bf16 references, 66.34) + 4 x 8 GB = 353.575 GB; request ceil(1.1 x 353.575 = 388.93) GB = 389000 MB.
     Throughput: probe-bf16's FLOPs per token 8.5637e14 / 43,520 = 1.9678e10, x 64 sequences x 1,495.4 tokens /
@@ -76,12 +86,16 @@ def test_a_4_gpu_vr_ttrl_adaptation_worked_by_hand_from_its_traces(tmp_path, mon
     settings = cost.job_settings(plan, job)
     assert (settings.rollouts, settings.trained, settings.prompts_per_step, settings.new_tokens, settings.rounds,
             settings.micro_batch, settings.reference, settings.per_sample, settings.vllm_share) == (
-        8, 8, 1, 1024, 200 * 5, 4, True, True, 0.3)
+        8, 8, 1, 1024, 200 * 5, 4, True, True, 0.0)
+    assert (settings.image_tokens, settings.most_image_tokens) == (1280, 4032)  # the minutes', the memory's
     # the literals above are the shipped traces
     config = memory.model_config("Qwen/Qwen2.5-VL-7B-Instruct")
     for micro_batch, peak in PEAK.items():
         trace = memory.cached_trace(config, settings.shape(micro_batch))
         assert (trace.peak_gb, trace.parameters, trace.trainable) == (peak, P, T)
+        assert memory.cached_trace(config, replace(settings.shape(micro_batch), image_tokens=256)).peak_gb == PEAK_256[micro_batch]
+    assert [memory.cached_trace(config, replace(settings.prefill_shape(4), image_tokens=n)).peak_gb
+            for n in (256, 1280)] == [PREFILL_2[256], PREFILL_2[1280]]
     assert memory.cached_trace(config, settings.shape(2)).flops == FLOPS_MB2
 
     factor = (37.6 / PROBE_TRACED["bf16"] + 66.6 / PROBE_TRACED["fp32"]) / 2
@@ -89,10 +103,15 @@ def test_a_4_gpu_vr_ttrl_adaptation_worked_by_hand_from_its_traces(tmp_path, mon
     state = (4 * P + 12 * T) / 1e9
     assert state == pytest.approx(125.090958336)
 
-    def peak_gb(gpus, micro_batch):
-        return factor * (state / gpus + PEAK[micro_batch] - state) + 2 * P / 1e9 / gpus + 0.3 * 80
+    def activations(micro_batch):
+        return PEAK_256[micro_batch] + ALONG * (PEAK[micro_batch] - PEAK_256[micro_batch]) - state
 
-    assert (round(peak_gb(1, 4), 1), round(peak_gb(2, 4), 1), round(peak_gb(4, 2), 2)) == (159.9, 102.6, 68.89)
+    def peak_gb(gpus, micro_batch):
+        return factor * (state / gpus + activations(micro_batch)) + 2 * P / 1e9 / gpus
+
+    assert (round(peak_gb(1, 4), 1), round(peak_gb(2, 4), 1), round(peak_gb(4, 2), 2)) == (151.8, 94.5, 52.83)
+    prefill = PREFILL_2[256] + ALONG * (PREFILL_2[1280] - PREFILL_2[256])
+    assert round(prefill, 2) == 35.61
     host = 4 * 4 * P / 1e9 + 4 * 4 * T / 1e9 + 4 * 2 * P / 1e9 + 4 * 8
     assert round(host, 3) == 353.575
     rate = PROBE_FLOPS / (32 * (48 + 1280 + 32)) * 64 * (1490 + 5.4) / (9.4 * 4)
@@ -107,12 +126,12 @@ def test_a_4_gpu_vr_ttrl_adaptation_worked_by_hand_from_its_traces(tmp_path, mon
 
     d = cost.job_decision(plan, job)
     assert (d.gpus, d.offload, d.micro_batch) == (4, False, 2)
-    assert d.gpu_peak_gb == round(peak_gb(4, 2), 1) == 68.9
+    assert d.gpu_peak_gb == round(peak_gb(4, 2), 1) == 52.8
     assert d.predicted["train_gb"] == pytest.approx(peak_gb(4, 2), rel=1e-9)
-    assert d.predicted["generation_gb"] == 0.0  # vLLM generates: HF's generate never runs
+    assert d.predicted["generation_gb"] == pytest.approx(prefill, rel=1e-12)  # HF generate's prefill, factor 1
     assert (d.predicted["state_gb"], d.predicted["reference_gb"], d.predicted["vllm_gb"]) == pytest.approx(
-        (state, 2 * P / 1e9 / 4, 24.0), rel=1e-12)
-    assert d.predicted["activations_gb"] == pytest.approx(PEAK[2] - state, rel=1e-12)
+        (state, 2 * P / 1e9 / 4, 0.0), rel=1e-12)
+    assert d.predicted["activations_gb"] == pytest.approx(activations(2), rel=1e-12)
     # the calibration factors the peak rests on, kept with the other parts behind it (Decision.predicted)
     assert (d.predicted["factor"], d.predicted["prefill_factor"]) == (pytest.approx(factor, rel=1e-12), 1.0)
     assert (d.predicted["checkpoint_loads"], d.predicted["snapshots"], d.predicted["offloaded_state"],
@@ -130,7 +149,7 @@ def test_a_4_gpu_vr_ttrl_adaptation_worked_by_hand_from_its_traces(tmp_path, mon
     rows, totals = resources.plan_table(plan)
     row = next(r for r in rows if r["rule"] == "adapt_per_sample")
     assert row == {"rule": "adapt_per_sample", "job": "adapt_per_sample qwen2.5-vl-7b/vr-ttrl/reasonseg/"
-                   "n20_random_authors/seed0", "gpus": 4, "offload": False, "micro_batch": 2, "gpu_peak_gb": 68.9,
+                   "n20_random_authors/seed0", "gpus": 4, "offload": False, "micro_batch": 2, "gpu_peak_gb": 52.8,
                    "host_gb": 353.6, "minutes": 29, "limit": 362, "gpu_hours": 1.96, "unknown": False,
                    "parts": {"adaptation": pytest.approx(4 * compute / (989 / 154.8) / 60, rel=1e-12),
                              "startup": pytest.approx(4 * 129 / 60 / 60, rel=1e-12)}}
@@ -140,8 +159,9 @@ def test_a_4_gpu_vr_ttrl_adaptation_worked_by_hand_from_its_traces(tmp_path, mon
 
 def test_the_same_job_on_one_gpu_offloads_and_costs_three_times_the_compute(tmp_path, monkeypatch):
     """models.qwen2.5-vl-7b.gpus: 1 (what `ttrl-bench plan` proposes, resources.fewer_gpus). One process: all 8
-    rollouts, micro-batch 4. Without offload 159.9 GB (previous test): offload, the state on the host:
-    0.784 x (152.253 - 125.091 = 27.162) + 16.584 (bf16 reference) + 24 = 61.87 GB. Host: one fp32 load 4 P
+    rollouts, micro-batch 4. Without offload 151.8 GB (previous test): offload, the state on the host:
+    0.784 x 47.426 (activations at 4,032 image tokens, previous test) + 16.584 (bf16 reference) = 53.76 GB, above HF
+    generate's prefill of the 8 rollouts, 34.672 + 3.6875 x (36.487 - 34.672) = 41.37. Host: one fp32 load 4 P
     (33.169) + one snapshot 4 T (30.641) + the offloaded 16 T + 4 (P - T) (122.563 + 2.528) + 2 P (16.584) + 8
     = 213.48 GB -> ceil(234.83) = 235000 MB. FLOPs per sequence are the same at micro-batch 4 (linear), so the
     compute is 4 x 174.27 = 697.07 minutes at the authors' A6000 rate, PCIe-bound x 3 = 2091.2; on the default
@@ -154,14 +174,14 @@ def test_the_same_job_on_one_gpu_offloads_and_costs_three_times_the_compute(tmp_
     job = _vr_ttrl_job(plan)
     factor = (37.6 / PROBE_TRACED["bf16"] + 66.6 / PROBE_TRACED["fp32"]) / 2
     state = (4 * P + 12 * T) / 1e9
-    peak = factor * (PEAK[4] - state) + 2 * P / 1e9 + 24
+    peak = factor * (PEAK_256[4] + ALONG * (PEAK[4] - PEAK_256[4]) - state) + 2 * P / 1e9
     host = 4 * P / 1e9 + 4 * T / 1e9 + (16 * T + 4 * (P - T)) / 1e9 + 2 * P / 1e9 + 8
     rate = PROBE_FLOPS / (32 * (48 + 1280 + 32)) * 64 * (1490 + 5.4) / (9.4 * 4)
     compute = 1000 * (8 * FLOPS_MB2 / 2 * (1 + 2 / 3) + 8 * 1024 * 2 * P) / rate / 60
     minutes = 3 * compute / (989 / 154.8) + 129 / 60
-    assert (round(peak, 2), round(host, 2), round(compute, 2), round(minutes, 2)) == (61.87, 213.48, 697.07, 329.47)
+    assert (round(peak, 2), round(host, 2), round(compute, 2), round(minutes, 2)) == (53.76, 213.48, 697.07, 329.47)
     d = cost.job_decision(plan, job, gpus=1)
-    assert (d.gpus, d.offload, d.micro_batch, d.gpu_peak_gb, d.host_gb, d.mem_mb) == (1, True, 4, 61.9, 213.5, 235000)
+    assert (d.gpus, d.offload, d.micro_batch, d.gpu_peak_gb, d.host_gb, d.mem_mb) == (1, True, 4, 53.8, 213.5, 235000)
     assert d.predicted["offloaded_state"] == pytest.approx((16 * T + 4 * (P - T)) / 1e9, rel=1e-12)
     assert (d.runtime_min, d.gpu_hours) == (math.ceil(2 * (3 * compute + 375 / 60)), round(minutes / 60, 2)) == (4195, 5.49)
     plan.jobs = lambda: [job]
@@ -171,6 +191,7 @@ def test_the_same_job_on_one_gpu_offloads_and_costs_three_times_the_compute(tmp_
 
 
 PREFILL_8 = {"peak_gb": 36.487232672, "flops": 193_629_266_116_608.0}  # shipped prefill trace, 8 sequences, fp32 weights
+PREFILL_8_256 = 34.672235168  # its peak at 256 image tokens
 
 
 def test_a_vote_only_job_is_planned_as_rollouts_and_a_vote_not_as_training(tmp_path, monkeypatch):
@@ -179,7 +200,9 @@ def test_a_vote_only_job_is_planned_as_rollouts_and_a_vote_not_as_training(tmp_p
     12.28 GPU-hours, 16 such jobs 196.5 of vr-ttrl.yaml's 412.2 GPU-hours. What it runs: the fp32 checkpoint on one
     process (more would each repeat the whole job: nothing shards it), one round of 8 rollouts per sample (not 5
     epochs: 200 rounds) through HF generate (no vLLM engine), no reference, no optimizer, no snapshot.
-    GPU: the prefill trace of 8 sequences x 1.0 = 36.49 GB (33.17 of it the fp32 weights, 4 P). Host: one fp32 load
+    GPU: the prefill of 8 sequences, every image at 4,032 tokens, on the line through its traces at 256 and 1,280
+    image tokens: 34.672 + 3.6875 x (36.487 - 34.672) = 41.37 GB x 1.0 (33.17 of it the fp32 weights, 4 P); its
+    minutes at 1,280 (the trace's FLOPs). Host: one fp32 load
     4 P = 33.169 + 8 = 41.169 GB -> ceil(1.1 x 41.169 = 45.29) = 46000 MB. FLOPs per round: 8 x (1.9363e14 / 8
     + 1024 x 2 x P) = 1.9363e14 + 1.3585e14 = 3.2949e14; x 200 = 6.5898e16; / 5.0086e13 FLOP/s / 60 = 21.93 min
     on the authors' A6000; on the default H100 (x 6.389) 3.43 + 2.15 start-up = 5.58 min, 0.09 GPU-hours; limit
@@ -202,15 +225,17 @@ def test_a_vote_only_job_is_planned_as_rollouts_and_a_vote_not_as_training(tmp_p
     host = 4 * P / 1e9 + 8
     assert (round(minutes, 2), round(host, 3)) == (5.58, 41.169)
     d = cost.job_decision(plan, job)
-    assert (d.gpus, d.offload, d.gpu_peak_gb, d.host_gb, d.mem_mb) == (1, False, 36.5, 41.2, 46000)
+    prefill = PREFILL_8_256 + ALONG * (PREFILL_8["peak_gb"] - PREFILL_8_256)
+    assert round(prefill, 2) == 41.37
+    assert (d.gpus, d.offload, d.gpu_peak_gb, d.host_gb, d.mem_mb) == (1, False, 41.4, 41.2, 46000)
     assert (d.predicted["train_gb"], d.predicted["generation_gb"], d.predicted["snapshots"],
-            d.predicted["reference_loads"], d.predicted["vllm_gb"]) == (0.0, PREFILL_8["peak_gb"], 0.0, 0.0, 0.0)
+            d.predicted["reference_loads"], d.predicted["vllm_gb"]) == (0.0, pytest.approx(prefill), 0.0, 0.0, 0.0)
     assert d.predicted["flops"] == pytest.approx(flops, rel=1e-12)
     assert (d.runtime_min, d.gpu_hours) == (math.ceil(2 * (flops / rate / 60 + 375 / 60)), round(minutes / 60, 2)) == (57, 0.09)
     # a config that gives the model 4 GPUs gets them (each process repeats the job); nothing else changes
     forced = cost.job_decision(plan, job, gpus=4)
     assert (forced.gpus, forced.gpu_peak_gb, forced.gpu_hours) == (
-        4, 36.5, round(4 * (flops / rate / 4 / 60 / (989 / 154.8) + 129 / 60) / 60, 2))
+        4, 41.4, round(4 * (flops / rate / 4 / 60 / (989 / 154.8) + 129 / 60) / 60, 2))
     # VR-TTRL itself is unchanged (the test above): a vote-only preset with kl_beta still loads no reference
     assert cost.JobSettings.from_preset({"updates": False, "kl_beta": 0.01, "epochs": 5}, 3, per_sample=True).reference is False
     assert cost.JobSettings.from_preset({"updates": False, "epochs": 5}, 3, per_sample=True).rounds == 3

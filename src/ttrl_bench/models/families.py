@@ -192,15 +192,38 @@ def bound_processor(processor, size: dict) -> None:
 
 
 # Image tokens of one benchmark image per family (benchmarks/gpu.py, docs/gpu-runs.md): InternVL's 896 px
-# digit image as 4 tiles + a thumbnail of 256 tokens each; Qwen2.5-VL's 840 px scene in 28 px squares.
+# digit image as 4 tiles + a thumbnail of 256 tokens each; Qwen2.5-VL's 840 px scene in 28 px squares. The
+# plan's typical image where a test set's image size is not documented (plan/samples.py TYPICAL_IMAGE_SIZES).
 IMAGE_TOKENS = {"internvl": 5 * 256, "qwen2_5_vl": (840 // 28) ** 2}
 
 
-def image_tokens(config, protocol: str) -> tuple[int, int]:
-    """(typical, most) image tokens of one image of this model under a protocol, for the plan's evaluation cost
-    (plan/evaluation_cost.py): a benchmark image's (`IMAGE_TOKENS`) and the bound's most (`max_image_tokens`)."""
+def image_tokens_of(config, protocol: str, width: int, height: int) -> int:
+    """Image tokens of one width x height image as the model's processor counts them under the protocol's bound,
+    through transformers' own rules: Qwen-VL's smart_resize to whole (patch x merge) squares within
+    `image_size_bound`; InternVL's GotOcr2 tiling (the 448 px tile grid closest to the image's aspect ratio,
+    at most 12 tiles, + a thumbnail when more than one), 256 tokens a tile, + <img> </img>."""
+    size = image_size_bound(config, protocol)
+    if not size:
+        from transformers.models.got_ocr2.image_processing_got_ocr2 import get_optimal_tiled_canvas
+
+        rows, columns = get_optimal_tiled_canvas((height, width), (448, 448), 1, 12)
+        tiles = rows * columns + (rows * columns > 1)
+        return tiles * 256 + 2
+    from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
+
+    vision = config.vision_config
+    factor = vision.patch_size * vision.spatial_merge_size
+    resized_height, resized_width = smart_resize(height, width, factor, size["shortest_edge"], size["longest_edge"])
+    return resized_height * resized_width // factor**2
+
+
+def image_tokens(config, protocol: str, size: tuple[int, int] | None = None) -> tuple[int, int]:
+    """(typical, most) image tokens of one image of this model under a protocol, for the plan's costs
+    (plan/evaluation_cost.py, plan/cost.py): the test set's typical image (`size`, width x height) as the processor
+    counts it, else a benchmark image's (`IMAGE_TOKENS`), and the bound's most (`max_image_tokens`)."""
     family = "qwen2_5_vl" if config.model_type.startswith("qwen") else "internvl"
-    return IMAGE_TOKENS[family], max_image_tokens(config, protocol)
+    typical = image_tokens_of(config, protocol, *size) if size else IMAGE_TOKENS[family]
+    return typical, max_image_tokens(config, protocol)
 
 
 # The chat templates the TTRV authors' verl fork gives a family (protocol `authors`, config

@@ -11,7 +11,10 @@ minutes and GPU-hours, decided from traced memory (memory.py) rather than a rule
   where a GPU run has freed each layer's saved input once that layer's backward ran. Generation
   prefill (a forward under no_grad, no backward): factor 1 (`PREFILL_FACTOR`); see there for the
   measured point it rests on.
-  Each peak is traced at the job's own micro-batch and generation share (cached).
+  Each peak is traced at the job's own micro-batch and generation share (cached), every image at the most tokens
+  a kept rollout's can take (job_settings; memory.image_trace reads a count between traced ones off a line). A
+  colocated vLLM engine's share is reserved only where the job runs one (adaptation/config.py rollout_backend:
+  `auto` is HF generate for now).
 - Several GPUs: FSDP2 full sharding divides weights, gradients and AdamW state by the GPU count;
   activations stay per process. (The traced alternative, torch's FSDPMemTracker on a fake process
   group, is not wired yet: each GPU count is predicted by dividing the state.)
@@ -20,7 +23,8 @@ minutes and GPU-hours, decided from traced memory (memory.py) rather than a rule
   offloaded fp32 weights + gradients + AdamW state, the bf16 reference model loaded by every
   process, the dataloader and the Python process.
 - Minutes: traced FLOPs at the throughput the TTRV authors' own logs show (docs/ttrv-authors-logs.md:
-  InternVL3-2B, 4 GPUs, update 9.4 s for 4 prompts x 16 trained rollouts of ~1,490 + 5 tokens).
+  InternVL3-2B, 4 GPUs, update 9.4 s for 4 prompts x 16 trained rollouts of ~1,490 + 5 tokens), at a fixed
+  1,280 image tokens (IMAGE_TOKENS_FOR_MINUTES says why not the test set's).
 
 Layer 4 of the plan (cost: what each job needs, decided): imports memory.py and the grid layer
 (docs/DESIGN.md "The plan's layers"). `python -m ttrl_bench.plan.cost` traces the calibration points and
@@ -37,11 +41,13 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
+from ..adaptation.config import AUTO_ROLLOUTS
 from ..adaptation.hyperparameters import lora_for_dataset
-from ..models.families import freezes_vision_encoder
+from ..generation.vllm_settings import prompt_budget
+from ..models.families import freezes_vision_encoder, image_tokens
 from . import cards, memory
 from .cards import AUTHORS_CARD, Card, card as card_of, speed
-from .grid import adaptation_samples
+from .grid import adaptation_samples, rerun_protocol
 from .memory import StepShape
 from .samples import layout_samples, split_size
 
@@ -69,6 +75,15 @@ MARGIN = 2.0
 # GELU output over 1,280 tiles in fp32). Not yet measured: a prefill under bf16 autocast, where CUDA
 # keeps layer_norm outputs in fp32 and the CPU trace does not (this factor may be low there).
 PREFILL_FACTOR = 1.0
+# The image tokens the minutes are costed at, whatever the test set's images (issue 51): the authors' step time barely
+# follows their prompts' length where the FLOPs do. InternVL3-2B on 4 GPUs, 4 prompts a round (author_steps.csv.gz,
+# medians of gen + old_log_prob + ref + update_actor): 16 s at 332 prompt tokens (RESISC45), 24 s at 1,500
+# (MathVista), 33 s at 3,212 (ImageNet-A): +17 s where the traced FLOPs grow 2.6x; Qwen2.5-VL-3B at 337 tokens
+# (ImageNet) takes 50 s, 3x InternVL3-2B at 332 for 2x its parameters. Costed at each set's typical image
+# (plan/samples.py) the replay's adaptation p10-p90 widens from 0.81-1.35 to 0.61-1.41 and two limits fall short
+# (benchmarks/results/plan_vs_logs.md): what the time follows besides FLOPs (per-step communication of the
+# trainable weights on their PCIe cards?) is not modelled, and 1,280, inside the logs' range, is the better constant.
+IMAGE_TOKENS_FOR_MINUTES = 1280
 HOST_OVERHEAD_GB = 8.0  # per process: Python, CUDA host context, dataloader workers, images
 
 
@@ -83,7 +98,10 @@ class JobSettings:
     rounds: int  # generation rounds of the whole job
     micro_batch: int | None = None  # sequences per training forward; None: the largest that fits
     prompt_tokens: int = 64  # text tokens besides the image
-    image_tokens: int = 1280  # InternVL: 5 tiles of an 896 px image; the authors' AI2D prompts: ~1,490 tokens
+    # the minutes: at a fixed image (IMAGE_TOKENS_FOR_MINUTES says why not the test set's)
+    image_tokens: int = IMAGE_TOKENS_FOR_MINUTES  # the authors' AI2D prompts: ~1,490 tokens with InternVL3-2B
+    # the memory: the most a rollout's image can take (job_settings: the protocol's bound within the prompt budget)
+    most_image_tokens: int | None = None  # None: image_tokens
     freeze_vision: bool | str = True  # models/families.py freezes_vision_encoder: True, False or "authors"
     gradient_checkpointing: bool = True
     reference: bool = True  # a KL reference model (kl_beta > 0)
@@ -114,15 +132,17 @@ class JobSettings:
                    reference=trains and bool(h.get("kl_beta", 0)), generation_batch=h.get("generation_batch_size"),
                    per_sample=per_sample, trains=trains, **extra)
 
-    def prefill_shape(self, processes: int = 1) -> StepShape:
+    def prefill_shape(self, processes: int = 1, most: bool = True) -> StepShape:
         """The prefill of HF generate in one process: its share of the sequences the job decodes at once (the
         generation batch, else the rollouts), split across `processes` when it trains."""
-        return self.shape(math.ceil((self.generation_batch or self.rollouts) / processes), "prefill")
+        return self.shape(math.ceil((self.generation_batch or self.rollouts) / processes), "prefill", most)
 
-    def shape(self, sequences: int, kind: str = "train") -> StepShape:
+    def shape(self, sequences: int, kind: str = "train", most: bool = False) -> StepShape:
+        """`most`: every image at the most tokens it can take (the memory's case), else the typical (the minutes')."""
         if self.freeze_vision == "authors":
             raise ValueError("JobSettings.freeze_vision 'authors' is resolved per model (job_settings) before shapes")
-        return StepShape(sequences=sequences, prompt_tokens=self.prompt_tokens, image_tokens=self.image_tokens,
+        image_tokens = (self.most_image_tokens or self.image_tokens) if most else self.image_tokens
+        return StepShape(sequences=sequences, prompt_tokens=self.prompt_tokens, image_tokens=image_tokens,
                          new_tokens=self.new_tokens, fp32_master=self.fp32_master,
                          trainable_vision=not self.freeze_vision, trainable_adapter=bool(self.freeze_vision),
                          gradient_checkpointing=self.gradient_checkpointing, kind=kind,
@@ -187,12 +207,12 @@ def gpu_peak_gb(config, settings: JobSettings, micro_batch: int, gpus: int, offl
     calib = calibration()
     if not settings.trains:  # vote-only: each process generates every rollout with the whole model
         prefill = settings.prefill_shape()
-        return {"train_gb": 0.0, "generation_gb": calib.of(prefill) * memory.cached_trace(config, prefill).peak_gb,
+        return {"train_gb": 0.0, "generation_gb": calib.of(prefill) * memory.image_trace(config, prefill).peak_gb,
                 "state_gb": 0.0, "activations_gb": 0.0, "reference_gb": 0.0, "vllm_gb": 0.0,
                 "factor": calib.factor, "prefill_factor": calib.prefill}
-    train_shape = settings.shape(micro_batch)
+    train_shape = settings.shape(micro_batch, most=True)
     factor = calib.of(train_shape)
-    train_trace = memory.cached_trace(config, train_shape)
+    train_trace = memory.image_trace(config, train_shape)
     bytes_per = 4 if settings.fp32_master else 2
     # weights + gradients + AdamW's two moments of the trainable part: what FSDP2 shards
     state = (train_trace.parameters * bytes_per + train_trace.trainable * 3 * bytes_per) / memory.GB
@@ -205,7 +225,7 @@ def gpu_peak_gb(config, settings: JobSettings, micro_batch: int, gpus: int, offl
         generation = 0.0
     else:
         prefill = settings.prefill_shape(gpus)  # each process its share
-        generation = calib.of(prefill) * memory.cached_trace(config, prefill).peak_gb
+        generation = calib.of(prefill) * memory.image_trace(config, prefill).peak_gb
     return {"train_gb": train, "generation_gb": generation, "state_gb": state, "activations_gb": activations,
             "reference_gb": reference, "vllm_gb": engine, "factor": factor,
             "prefill_factor": calib.prefill}
@@ -239,13 +259,13 @@ def runtime_minutes(config, settings: JobSettings, micro_batch: int, gpus: int) 
     backward each), decoding at 2 FLOPs per parameter per new token (prefill is in the forwards)."""
     rate = authors_throughput_flops()
     if not settings.trains:  # vote-only: the prefill forward (its trace's FLOPs) and the decoding
-        prefill = settings.prefill_shape()
-        trace = memory.cached_trace(config, prefill)
+        prefill = settings.prefill_shape(most=False)
+        trace = memory.image_trace(config, prefill)
         per_round = settings.prompts_per_step * settings.rollouts * (
             trace.flops / prefill.sequences + settings.new_tokens * 2 * trace.parameters)
         flops = per_round * settings.rounds
         return {"flops": flops, "flops_per_gpu_second": rate, "compute_min": flops / (rate * gpus) / 60}
-    trace = memory.cached_trace(config, settings.shape(micro_batch))
+    trace = memory.image_trace(config, settings.shape(micro_batch))
     per_sequence = trace.flops / micro_batch  # FLOPs are linear in the sequences of a forward
     per_round = settings.prompts_per_step * (
         settings.trained * per_sequence
@@ -299,7 +319,7 @@ def decide(config, settings: JobSettings, gpu_memory_gb: float = 80, gpus: int |
 
 def _decision(config, settings, gpus, micro_batch, offload, peaks, card=None) -> Decision:
     # vote-only: the generation's trace holds the whole model and trains nothing (no snapshot either)
-    one = memory.cached_trace(config, settings.shape(micro_batch) if settings.trains else settings.prefill_shape())
+    one = memory.image_trace(config, settings.shape(micro_batch) if settings.trains else settings.prefill_shape())
     host = host_gb(one.parameters, one.trainable, gpus, offload, settings.reference, settings.per_sample)
     time = runtime_minutes(config, settings, micro_batch, gpus)
     work = time["compute_min"] * (3 if offload else 1)  # offload: PCIe-bound steps
@@ -346,17 +366,21 @@ def job_settings(plan, job) -> JobSettings:
         n_samples = evaluated
     spec = plan.method_spec(job.method, job.protocol)
     adaptation = plan.config["adaptation"]
-    # "auto" is sized as vLLM's colocated engine (its share reserved), though jobs now roll out through HF generate
-    # under "auto" (adaptation/config.py AUTO_ROLLOUTS): a larger peak than HF's for training; HF's prefill unchecked
+    # the engine the job will run ("auto" is adaptation/config.py AUTO_ROLLOUTS; the plan does not check that vLLM is
+    # installed here, the job's machine may have it); vote-only builds no engine: HF generate (adaptation/single_sample.py)
     backend = spec["hyperparameters"].get("rollout_backend", adaptation["rollout_backend"])
-    # vote-only builds no engine: its rollouts come from HF generate (adaptation/single_sample.py)
+    backend = AUTO_ROLLOUTS if backend == "auto" else backend
     trains = spec["hyperparameters"].get("updates", True)
-    share = adaptation["vllm"]["gpu_memory_utilization"] if trains and backend in ("auto", "vllm") else 0.0
+    share = adaptation["vllm"]["gpu_memory_utilization"] if trains and backend == "vllm" else 0.0
     settings = JobSettings.from_preset(spec["hyperparameters"], n_samples, per_sample=job.rule == "adapt_per_sample",
                                        vllm_share=share)
     # "authors" freezes by family (models/families.py), known from the model's config
-    model_type = memory.model_config(model_source(plan, job.model)).model_type
-    settings = replace(settings, freeze_vision=freezes_vision_encoder(model_type, settings.freeze_vision))
+    config = memory.model_config(model_source(plan, job.model))
+    settings = replace(settings, freeze_vision=freezes_vision_encoder(config.model_type, settings.freeze_vision))
+    # the memory: every rollout's image at the most tokens a kept one can take, the protocol's bound within the prompt
+    # budget that drops longer prompts (adaptation/prompt_budget.py); the minutes: IMAGE_TOKENS_FOR_MINUTES
+    most = image_tokens(config, rerun_protocol(job.protocol))[1]
+    settings = replace(settings, most_image_tokens=min(most, prompt_budget(adaptation["vllm"]) - settings.prompt_tokens))
     lora = lora_for_dataset(spec["hyperparameters"].get("lora"), job.dataset)
     if lora is None:
         return settings

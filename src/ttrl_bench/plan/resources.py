@@ -21,7 +21,7 @@ from .cards import config_card
 from .cost import MARGIN, STARTUP_MIN, calibration, job_decision, job_settings, model_source
 from .evaluation_cost import AUTHORS_TEST_ITEMS, evaluation_estimate, limit_minutes
 from .grid import Job, Plan, rerun_protocol
-from .samples import split_size
+from .samples import TYPICAL_IMAGE_SIZES, split_size
 
 GPU_RULES = ("adapt", "adapt_per_sample", "evaluate")
 ADAPT_RULES = ("adapt", "adapt_per_sample")
@@ -61,10 +61,11 @@ def job_request(plan: Plan, job: Job) -> Request:
     raise ValueError(f"no resource request for rule {job.rule!r}")
 
 
+@lru_cache(maxsize=None)  # job_request's limit and plan_table's minutes read the same estimate
 def evaluation_job_estimate(plan: Plan, job: Job) -> dict:
     """An evaluation job's expected and slowest minutes (evaluation_cost.py) from its test set's items (prepared,
-    else the authors' list's), the model's family and size, its task's max_new_tokens (and completions for
-    math's pass@k), the configured backend and the card."""
+    else the authors' list's), its typical image (samples.py) as the model counts it, the model's size, its task's
+    max_new_tokens (and completions for math's pass@k), the configured backend and the card."""
     dataset = job.target or job.dataset  # a cross evaluation scores its target
     section = plan.section[dataset]
     protocol = rerun_protocol(job.protocol) if job.protocol else plan.config["protocol"]
@@ -73,7 +74,8 @@ def evaluation_job_estimate(plan: Plan, job: Job) -> dict:
     if isinstance(per_task.get("samples"), int):
         items = min(items or per_task["samples"], per_task["samples"])
     source = model_source(plan, job.model)
-    return evaluation_estimate(items, image_tokens(memory.model_config(source), protocol), section,
+    size = TYPICAL_IMAGE_SIZES.get(dataset)
+    return evaluation_estimate(items, image_tokens(memory.model_config(source), protocol, size), section,
                                per_task["max_new_tokens"],
                                plan.config["evaluation"]["backend"], memory.parameter_count(source) / 1e9,
                                config_card(plan.config), per_task.get("n_samples", 1) if section == "math" else 1)

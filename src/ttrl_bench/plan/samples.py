@@ -1,5 +1,5 @@
 """How many samples a job sees: a dataset's test split (prepared, bundled or a local copy's rows) and the
-adaptation samples a job's batch layout is planned for.
+adaptation samples a job's batch layout is planned for; and how large its images typically are.
 
 Layer 2 of the plan (grid): imports grid.py (docs/DESIGN.md "The plan's layers")."""
 
@@ -11,6 +11,22 @@ from pathlib import Path
 from ..datasets.readers.bundled import BUNDLED_TEST_SIZES
 from ..datasets.registry import REGISTRY
 from .grid import adaptation_samples
+
+# A typical image (width, height in pixels) of a test set, counted into image tokens per model by
+# models/families.py image_tokens_of: the adaptation and evaluation minutes use it (plan/cost.py, evaluation_cost.py).
+# Where a set's paper gives its size: RESISC45 256x256 (Cheng et al., arXiv:1703.00121, section 3), Food-101 at most
+# 512 px a side (Bossard et al., ECCV 2014, section 4), DTD 300x300 to 640x640 (Cimpoi et al., arXiv:1311.3618,
+# section 2); ImageNet's most frequent size, 500x375, for its variants. AI2D, MathVerse and MathVista vary: a
+# size whose InternVL tiles match the TTRV authors' logs. Checked against those logs' mean prompt length
+# (results/data/author_steps.csv.gz prompt_length/mean, less ~70-100 text tokens): InternVL AI2D ~1,900 (here 1,794),
+# DTD ~1,600 (1,282), MathVista ~1,500 (1,282), MathVerse ~2,200 (1,794), RESISC45 ~256 (258), ImageNet-A/-V2
+# ~2,400-2,900 (3,330: InternVL's 4:3 grid is its largest, so this overestimates a mixed set); Qwen2.5-VL ImageNet
+# and -A/-R ~210-250 (234), -Sketch ~340 (336). Other sets: the family's benchmark image (families.IMAGE_TOKENS).
+TYPICAL_IMAGE_SIZES = {
+    "imagenet": (500, 375), "imagenet-v2": (500, 375), "imagenet-a": (500, 375), "imagenet-r": (500, 375),
+    "imagenet-sketch": (600, 450), "food101": (512, 384), "dtd": (640, 640), "resisc45": (256, 256),
+    "ai2d": (900, 600), "mathverse": (900, 600), "mathvista": (640, 640),
+}
 
 
 def split_size(plan, dataset: str) -> int | None:
