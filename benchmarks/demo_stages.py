@@ -1,13 +1,14 @@
-"""The README's main job (`snakemake --cores all` on config/config.yaml), stage by stage, for the parent commit
-and this checkout side by side in one run (issue 57: "the first command within 3 minutes on 2 cores"). Each
-revision's workflow files are exported (`git archive`) into a temp dir and run from scratch, one after the
-other, with the demo-model cache off (every run builds its model, as a first run does). Per stage: the wall
-seconds Snakemake's `benchmark:` files record (prepare_data, build_demo_model, each adapt / adapt_per_sample /
-evaluate summed), and the whole job's wall time. The machine's load average before and after each run is
-printed: other processes on a shared machine slow every stage. Prints a table and writes
-benchmarks/results/demo_stages.md (TTRL_BENCH_BENCHMARK_OUT: another folder) naming the machine.
+"""The README's main job (`snakemake --cores all` on config/config.yaml), stage by stage, for the parent commit and
+this checkout side by side in one run (issue 57: "the first command within 3 minutes on 2 cores"). Each revision's
+workflow files are exported (`git archive`) into a temp dir and run from scratch, one after the other, with the
+demo-model cache off (every run builds its model, as a first run does). Per stage: the wall seconds Snakemake's
+`benchmark:` files record (prepare_data, build_demo_model, each adapt / adapt_per_sample / evaluate summed), and
+the whole job's wall time and CPU seconds (every process's user + system time, which other load changes least). The
+machine's load average before and after each run is printed: other processes on a shared machine slow every stage.
+Prints a table and writes benchmarks/results/demo_stages.md (TTRL_BENCH_BENCHMARK_OUT: another folder) naming the
+machine.
 
-    python benchmarks/demo_stages.py [--before f3b4880] [--after WORKTREE] [--cores 2]
+    python benchmarks/demo_stages.py [--before f3b4880] [--after CHECKOUT] [--cores 2]
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ WORKFLOW = ["Snakefile", "rules", "config", "workflow", "profiles", "envs", "src
 STAGES = ["prepare_data", "build_demo_model", "adapt", "adapt_per_sample", "evaluate"]
 
 
-def export(revision: str | None, dest: Path) -> Path:
-    """The workflow files of `revision` (None: this checkout's working tree, uncommitted changes included)."""
-    if revision is None:
-        subprocess.run(["cp", "-r", *[str(ROOT / name) for name in WORKFLOW], str(dest)], check=True)
+def export(revision: str | Path, dest: Path) -> Path:
+    """The workflow files of `revision`, or of a checkout's working tree (a Path: uncommitted changes included)."""
+    if isinstance(revision, Path):
+        subprocess.run(["cp", "-r", *[str(revision / name) for name in WORKFLOW], str(dest)], check=True)
         return dest
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, *WORKFLOW], check=True,
                              capture_output=True).stdout
@@ -56,21 +57,26 @@ def run(work: Path, cores: int) -> dict:
     env = {**os.environ, "PYTHONPATH": str(work / "src"), "TTRL_BENCH_DEMO_CACHE": "off",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     load_before = os.getloadavg()[0]
-    start = time.perf_counter()
+    start, children = time.perf_counter(), os.times()
     result = subprocess.run([sys.executable, "-m", "snakemake", "--cores", str(cores)], cwd=work, env=env,
                             capture_output=True, text=True)
     wall = time.perf_counter() - start
+    # every process's CPU seconds (user + system): what other load on a shared machine changes least
+    cpu = sum(os.times()[i] - children[i] for i in (2, 3))
     if result.returncode != 0:
         raise SystemExit(f"{work}: snakemake failed\n{result.stderr[-3000:]}")
-    return {"wall": wall, "load_before": load_before, "load_after": os.getloadavg()[0], **stage_seconds(work)}
+    return {"wall": wall, "cpu": cpu, "load_before": load_before, "load_after": os.getloadavg()[0], **stage_seconds(work)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", default=BEFORE, help="the revision to compare with (default: issue 57's parent)")
+    parser.add_argument("--after", type=Path, default=ROOT,
+                        help="the checkout (or worktree) to time, its working tree as is (default: this one)")
     parser.add_argument("--cores", type=int, default=2)
     args = parser.parse_args()
-    revisions = {f"before ({args.before})": args.before, "after (this checkout)": None}
+    after = "this checkout" if args.after.resolve() == ROOT else str(args.after)
+    revisions = {f"before ({args.before})": args.before, f"after ({after})": args.after.resolve()}
     measured = {}
     with tempfile.TemporaryDirectory() as tmp:
         for label, revision in revisions.items():
@@ -79,10 +85,10 @@ def main() -> None:
             print(f"{label}: {measured[label]['wall']:.0f} s", flush=True)
     (before, a), (after, b) = measured.items()
     lines = [f"| stage | {before} s | {after} s | after / before |", "|---|---|---|---|"]
-    for key in ["wall", *STAGES]:
+    names = {"wall": "whole main job (wall)", "cpu": "whole main job (CPU, all processes)"}
+    for key in ["wall", "cpu", *STAGES]:
         ratio = f"{b[key] / a[key]:.2f}" if a[key] else "-"
-        lines.append(f"| {'whole main job (wall)' if key == 'wall' else key + ' (sum of jobs)'} | {a[key]:.1f} | "
-                     f"{b[key]:.1f} | {ratio} |")
+        lines.append(f"| {names.get(key, key + ' (sum of jobs, wall)')} | {a[key]:.1f} | {b[key]:.1f} | {ratio} |")
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
     load = ", ".join(f"{label}: {m['load_before']:.1f} -> {m['load_after']:.1f}" for label, m in measured.items())

@@ -184,14 +184,18 @@ def test_the_demo_models_warm_start_is_the_same_under_any_thread_count(demo_data
 
 
 def test_pinned_numerics_are_deterministic_without_importing_inductor():
-    """A CPU job's pin (cli.pin_numerics): torch's deterministic algorithms on, one thread, and torch._inductor not
-    imported for it (issue 57: `torch.use_deterministic_algorithms` imports inductor and dynamo, seconds per job)."""
-    script = ("import sys\nfrom ttrl_bench.cli import pin_numerics\npin_numerics()\nimport torch\n"
-              "print(torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(), 'torch._inductor' in sys.modules)")
+    """A CPU job's pin (cli.pin_numerics): torch's deterministic algorithms on, without their NaN fill of new tensors,
+    one thread, and torch._inductor not imported for it (issue 57: `torch.use_deterministic_algorithms` imports
+    inductor and dynamo, seconds per job); the CLI itself loads no torch before the pin (its parser once loaded the
+    plan, torch and torchvision: 5-15 s per job)."""
+    script = ("import sys\nfrom ttrl_bench.cli import build_parser, pin_numerics\nbuild_parser()\n"
+              "print('torch' in sys.modules)\npin_numerics()\nimport torch\n"
+              "print(torch.are_deterministic_algorithms_enabled(), torch.utils.deterministic.fill_uninitialized_memory, "
+              "torch.get_num_threads(), 'torch._inductor' in sys.modules)")
     env = {k: v for k, v in os.environ.items() if k != "TTRL_BENCH_THREADS"}
     out = subprocess.run([sys.executable, "-c", script], env={**env, "CUDA_VISIBLE_DEVICES": ""}, capture_output=True,
                          text=True, check=True).stdout
-    assert out.split() == ["True", "1", "False"]
+    assert out.split() == ["False", "True", "False", "1", "False"]
 
 
 def test_the_demo_model_is_built_once_per_recipe_and_reused_across_run_directories(demo_data, scene_data, tmp_path,

@@ -36,31 +36,11 @@ from collections.abc import Callable
 
 import torch
 
-# The authors' defaults (ppo_trainer.yaml, algorithm.hybrid_adv); the paper names alpha, beta and a.
-ECHO_DEFAULTS = {
-    "alpha": 1.0,  # weight of z(entropy)
-    "beta": 1.0,  # weight of z(1 - confidence)
-    "s_max": 2.0,  # clamp of S
-    "mult_coeff": 0.1,  # the paper's a (Eq. 17)
-    "tail_window": 16,  # W_tail (Eq. 13: "set to 16 in our code")
-    "confidence_topk": 5,
-    "eps_min": 0.05,
-    "eps_max": 0.2,
-    "kappa": 4.0,
-    "use_adaptive_clip": True,  # False: TRL's fixed epsilon (ECHO Table 3, the ablation's "-CA-Clip" rows)
-}
+from .hyperparameters import ECHO_DEFAULTS, check_update  # noqa: F401 (re-exported)
 
 # The token confidence C_it (module docstring): the paper's top-k mean or the sampled token's probability,
 # which the authors' shipped scripts compute (hyper-parameter `token_confidence`; plan/protocols.py).
 TOKEN_CONFIDENCES = ("top_k", "sampled")
-
-
-def check_update(params: dict) -> dict:
-    """ECHO's parameters with the defaults filled in; an unknown name is refused."""
-    unknown = set(params) - set(ECHO_DEFAULTS)
-    if unknown:
-        raise KeyError(f"echo update: unknown parameter(s) {sorted(unknown)}; known: {', '.join(ECHO_DEFAULTS)}")
-    return {**ECHO_DEFAULTS, **params}
 
 
 def _identity(t: torch.Tensor) -> torch.Tensor:

@@ -133,6 +133,30 @@ VR_TTRL_HYPERPARAMETERS = {
     "gradient_checkpointing": True,
 }
 
+# ECHO's update rule (adaptation/echo.py), the authors' defaults (ppo_trainer.yaml, algorithm.hybrid_adv); the paper
+# names alpha, beta and a. Here, not in echo.py: the presets, the plan and the figures read them without torch.
+ECHO_DEFAULTS = {
+    "alpha": 1.0,  # weight of z(entropy)
+    "beta": 1.0,  # weight of z(1 - confidence)
+    "s_max": 2.0,  # clamp of S
+    "mult_coeff": 0.1,  # the paper's a (Eq. 17)
+    "tail_window": 16,  # W_tail (Eq. 13: "set to 16 in our code")
+    "confidence_topk": 5,
+    "eps_min": 0.05,
+    "eps_max": 0.2,
+    "kappa": 4.0,
+    "use_adaptive_clip": True,  # False: TRL's fixed epsilon (ECHO Table 3, the ablation's "-CA-Clip" rows)
+}
+
+
+def check_update(params: dict) -> dict:
+    """ECHO's parameters with the defaults filled in; an unknown name is refused."""
+    unknown = set(params) - set(ECHO_DEFAULTS)
+    if unknown:
+        raise KeyError(f"echo update: unknown parameter(s) {sorted(unknown)}; known: {', '.join(ECHO_DEFAULTS)}")
+    return {**ECHO_DEFAULTS, **params}
+
+
 # ECHO Appendix A.3 Table 5 ("following the TTRL setup"): 64 rollouts vote, 32 are trained on, train batch 5
 # prompts, PPO mini-batch 1 prompt (verl multiplies ppo_mini_batch_size 1 by rollout.n, then divides it among
 # the GPUs, fsdp_workers.py:171-172, and steps the optimizer once per mini-batch, dp_actor.py:434-444, 593: one

@@ -20,7 +20,6 @@ from ..datasets.preprocessing import (
 )
 from ..datasets.registry import get_dataset
 from ..rewards import grounding
-from .box_metrics import coco_bbox_ap, complete_iou
 from .extraction import (
     answer_region,
     authors_answer,
@@ -224,6 +223,8 @@ class GroundingTask:
         union = [int((p | g).sum()) for p, g in zip(pred_masks, gold_masks)]
         # the count: VisionReasoner's len(bboxes) (vision_reasoner_model.py:671), every object with a readable box,
         # point_2d or not; none when one object has no box (its list comprehension raises, :110-121)
+        from .box_metrics import complete_iou  # torch and torchvision: only where boxes are scored
+
         n_pred = [grounding.visionreasoner_count(p) for p in parsed]
         return {
             "parsed": [json.dumps(p) if p is not None else None for p in parsed],
@@ -245,6 +246,8 @@ class GroundingTask:
         if "bbox_hit" in predictions and predictions["bbox_hit"].notna().all() and len(predictions):
             metrics["bbox_ap"] = 100 * float(predictions["bbox_hit"].astype(float).mean())
         if "complete_iou" in predictions and len(predictions):  # VR-TTRL Appendix A's definitions (box_metrics.py)
+            from .box_metrics import coco_bbox_ap
+
             metrics["box_complete_iou"] = 100 * float(predictions["complete_iou"].mean())
             metrics["bbox_ap_coco"] = 100 * coco_bbox_ap(
                 [json.loads(p) if isinstance(p, str) else None for p in predictions["parsed"]],
