@@ -38,7 +38,6 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..adaptation.hyperparameters import lora_for_dataset
-from ..models.families import freezes_vision_encoder
 from . import cards, memory
 from .cards import AUTHORS_CARD, Card, card as card_of, speed
 from .grid import adaptation_samples
@@ -354,7 +353,10 @@ def job_settings(plan, job) -> JobSettings:
     share = adaptation["vllm"]["gpu_memory_utilization"] if trains and backend in ("auto", "vllm") else 0.0
     settings = JobSettings.from_preset(spec["hyperparameters"], n_samples, per_sample=job.rule == "adapt_per_sample",
                                        vllm_share=share)
-    # "authors" freezes by family (models/families.py), known from the model's config
+    # "authors" freezes by family (models/families.py), known from the model's config; imported here, not at
+    # the top: families.py imports torch, which the workflow's parse (it imports this module) does not need
+    from ..models.families import freezes_vision_encoder
+
     model_type = memory.model_config(model_source(plan, job.model)).model_type
     settings = replace(settings, freeze_vision=freezes_vision_encoder(model_type, settings.freeze_vision))
     lora = lora_for_dataset(spec["hyperparameters"].get("lora"), job.dataset)
