@@ -15,8 +15,10 @@ from ttrl_bench.results.paper_tables import PAPER_TABLES
 from ttrl_bench.results.store import query
 from ttrl_bench.runs.launch import machine_has_gpu
 
-# every test here shares the README command's run (demo_run): one pytest-xdist worker takes them all
-pytestmark = pytest.mark.xdist_group("readme-command")
+# the tests sharing the README command's run (demo_run) are one xdist group: one pytest-xdist worker takes them
+# all (a worker of their own each would run the demo each where the checkout has no run); the others, seconds of
+# Snakemake each, go to whichever worker is free
+SHARES_THE_DEMO_RUN = pytest.mark.xdist_group("readme-command")
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW_FILES = ["Snakefile", "rules", "config", "workflow", "profiles", "envs", "src"]
@@ -104,6 +106,7 @@ def demo_run(tmp_path_factory) -> tuple[Path, str]:
 
 
 @pytest.mark.workflow
+@SHARES_THE_DEMO_RUN
 def test_the_readme_command_uses_the_default_profile(demo_run):
     _, output = demo_run
     assert readme_command() == "snakemake --cores all"
@@ -115,6 +118,7 @@ def test_the_readme_command_uses_the_default_profile(demo_run):
 
 
 @pytest.mark.workflow
+@SHARES_THE_DEMO_RUN
 def test_demo_produces_store_tables_and_figures(demo_run):
     demo_run, _ = demo_run
     db = demo_run / "results" / "benchmark.duckdb"
@@ -203,6 +207,7 @@ def test_demo_produces_store_tables_and_figures(demo_run):
 
 
 @pytest.mark.workflow
+@SHARES_THE_DEMO_RUN
 def test_every_rule_logs(demo_run):
     demo_run, _ = demo_run
     for rule in ("prepare_data", "build_demo_model", "adapt", "adapt_per_sample", "evaluate"):
@@ -213,6 +218,7 @@ def test_every_rule_logs(demo_run):
 
 
 @pytest.mark.workflow
+@SHARES_THE_DEMO_RUN
 def test_rerun_has_nothing_to_do_and_report_builds(demo_run):
     demo_run, _ = demo_run
     assert "Nothing to be done" in _snakemake(demo_run, "--cores", "1", "-n").stdout
@@ -259,6 +265,7 @@ def test_one_methods_jobs_run_by_the_documented_command(tmp_path):
 
 
 @pytest.mark.workflow
+@SHARES_THE_DEMO_RUN
 def test_every_other_method_runs_end_to_end_on_the_cpu(demo_run, tmp_path):
     """config/cpu-methods.yaml (issue 17) after the demo, reusing its model: ECHO, MM-UPT,
     supervised GRPO, T3RL, VR-TTRL's Appendix C baselines and Table 11's offline variant each run
@@ -303,6 +310,7 @@ def test_every_other_method_runs_end_to_end_on_the_cpu(demo_run, tmp_path):
 
 
 @pytest.mark.workflow
+@SHARES_THE_DEMO_RUN
 def test_same_predictions_whatever_the_thread_settings(demo_run, tmp_path):
     """Issue 16: a TTRV adaptation and its evaluation, and VR-TTRL per sample, of the demo's model again
     with every torch job under another OMP_NUM_THREADS (the demo run gives adaptation and evaluation 1;
@@ -323,6 +331,7 @@ def test_same_predictions_whatever_the_thread_settings(demo_run, tmp_path):
 
 
 @pytest.mark.workflow
+@SHARES_THE_DEMO_RUN
 def test_a_copied_results_tree_has_nothing_to_do(demo_run, tmp_path):
     demo_run, _ = demo_run
     copy = tmp_path / "copied tree"
@@ -332,6 +341,7 @@ def test_a_copied_results_tree_has_nothing_to_do(demo_run, tmp_path):
 
 
 @pytest.mark.workflow
+@SHARES_THE_DEMO_RUN
 def test_a_pasted_log_line_reruns_the_step(demo_run, tmp_path):
     """On a copy of the shared demo run: it rewrites one evaluation, which in the shared run made every test after
     it in a random order find work to do (test_a_copied_results_tree_has_nothing_to_do, issue 52)."""
