@@ -68,6 +68,15 @@ def _files(path: Path):
     return [p for p in paths if p.is_file() and "__pycache__" not in p.parts and ".egg-info" not in str(p)]
 
 
+def _output_times(results: Path) -> list[float]:
+    """Modification times of a run's outputs as Snakemake reads them: a directory() output's is its
+    .snakemake_timestamp marker, not its files' (the demo model reused from its cache, models/demo_cache.py,
+    keeps the times of its first build: the run looked stale, and every worker ran the demo again, issue 52)."""
+    marked = {marker.parent for marker in results.rglob(".snakemake_timestamp")}
+    return [p.stat().st_mtime for p in _files(results)
+            if p.name == ".snakemake_timestamp" or not marked.intersection(p.parents)]
+
+
 def checkout_demo_log() -> str | None:
     """Snakemake's log of the README's main job run in this checkout, if that run is complete and newer
     than every workflow file (CI runs the README's first command, then the tests: the same job need not
@@ -79,7 +88,7 @@ def checkout_demo_log() -> str | None:
     if not record.exists() or json.loads(record.read_text()) != {"config_files": ["config/config.yaml"]}:
         return None
     newest_source = max(p.stat().st_mtime for name in WORKFLOW_FILES for p in _files(REPO / name))
-    if min(p.stat().st_mtime for p in _files(REPO / "results")) <= newest_source:
+    if min(_output_times(REPO / "results")) <= newest_source:
         return None  # a workflow file changed after the run: its results may be stale
     runs = [log.read_text() for log in sorted((REPO / ".snakemake/log").glob("*.snakemake.log"))]
     runs = [text for text in runs if "rule build_demo_model:" in text and "steps (100%) done" in text]
