@@ -17,7 +17,8 @@ from ttrl_bench.runs.launch import machine_has_gpu
 
 # the tests sharing the README command's run (demo_run) are one xdist group: one pytest-xdist worker takes them
 # all (a worker of their own each would run the demo each where the checkout has no run); the others, seconds of
-# Snakemake each, go to whichever worker is free
+# Snakemake each, go to whichever worker is free. (pytest-xdist 3.8 under pytest 9 ignores xdist_group: it renames
+# item._nodeid, which pytest 9 no longer reads. Each worker with a demo test then copies the checkout's run, seconds.)
 SHARES_THE_DEMO_RUN = pytest.mark.xdist_group("readme-command")
 
 REPO = Path(__file__).resolve().parents[1]
