@@ -16,6 +16,14 @@ REPO = Path(__file__).resolve().parents[1]
 torch.set_num_threads(1)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the `workflow` tests (minutes each) first, the seconds-long ones after (a stable sort:
+    any shuffled order kept within each part): xdist hands each worker the next test in this order, and a
+    minutes-long test handed out last kept one worker busy alone at the end of the run (longest first)."""
+    if hasattr(config, "workerinput"):  # a worker: with `-n 0` the order is left as collected or shuffled
+        items.sort(key=lambda item: item.get_closest_marker("workflow") is None)
+
+
 @pytest.fixture(scope="session")
 def demo_data(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("data") / "demo-digits"

@@ -359,3 +359,22 @@ def test_an_authors_items_copy_missing_images_is_counted_and_named_before_any_jo
     message = str(error.value)
     assert f"`data.sources.imagenet-a.path`: 7466 of the 7467 images the TTRV authors' imagenet-a items need are not in {tmp_path / 'a'}" in message
     assert "e.g. n01498041/0.000348_chameleon _ box turtle_0.55540705.jpg" in message and first + "," not in message
+
+
+def test_the_workflows_parse_imports_no_torch():
+    """Every Snakemake command parses the workflow first (a dry run, `--unlock`, each test's run): the modules
+    rules/common.smk imports, and the pre-flight it runs, load neither torch nor transformers (each parse took
+    ~5 CPU-seconds more with them: issue 52's suite time)."""
+    import re
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    modules = re.findall(r"^from (ttrl_bench[.\w]*) import", (REPO / "rules/common.smk").read_text(), re.M)
+    assert "ttrl_bench.plan" in modules
+    probe = "; ".join([f"import {m}" for m in modules] + [
+        "from ttrl_bench.plan import preflight", "preflight.needs({'models': {}}, [], [])",
+        "import sys", "print(sorted({'torch', 'transformers', 'torchvision'} & set(sys.modules)))"])
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

@@ -22,13 +22,14 @@ SMALL = """\
 datasets: [demo-digits]
 methods: [zero-shot, ttrl-majority]
 adaptation:
-  n_samples: 8  # the adaptation runs three times in the killed workdir: 8 samples keep that short
-  hyperparameters:
-    mcq: {num_generations: 4, max_completion_length: 6, learning_rate: 3.0e-5, epochs: 1}
-evaluation: {mcq: {samples: 64}}
+  n_samples: 4  # the adaptation runs three times in the killed workdir, four in all: 4 samples keep that short
+  hyperparameters:  # every rollout votes and is trained (the demo's 16 votes: 4 times the generation)
+    mcq: {num_generations: 4, n_votes: 4, micro_batch_size: 4, max_completion_length: 6, learning_rate: 3.0e-5,
+          epochs: 1}
+evaluation: {mcq: {samples: 16}}
 """
-ADAPTED = "results/adapt/demo/ttrl-majority/demo-digits/n8_random/seed0"
-ADAPTED_EVAL = "results/eval/demo/ttrl-majority/demo-digits/demo-digits/n8_random/seed0"
+ADAPTED = "results/adapt/demo/ttrl-majority/demo-digits/n4_random/seed0"
+ADAPTED_EVAL = "results/eval/demo/ttrl-majority/demo-digits/demo-digits/n4_random/seed0"
 
 # Snakemake killed while it removes the adapted weights (temp()), after their evaluation finished: the
 # files unlinked but generation_config.json, the state the issue 52 run was left in. (Snakemake also

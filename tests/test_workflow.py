@@ -15,8 +15,11 @@ from ttrl_bench.results.paper_tables import PAPER_TABLES
 from ttrl_bench.results.store import query
 from ttrl_bench.runs.launch import machine_has_gpu
 
-# every test here shares the README command's run (demo_run): one pytest-xdist worker takes them all
-pytestmark = pytest.mark.xdist_group("readme-command")
+# the tests sharing the README command's run (demo_run) are one xdist group: one pytest-xdist worker takes them
+# all (a worker of their own each would run the demo each where the checkout has no run); the others, seconds of
+# Snakemake each, go to whichever worker is free. (pytest-xdist 3.8 under pytest 9 ignores xdist_group: it renames
+# item._nodeid, which pytest 9 no longer reads. Each worker with a demo test then copies the checkout's run, seconds.)
+SHARES_THE_DEMO_RUN = pytest.mark.xdist_group("readme-command")
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW_FILES = ["Snakefile", "rules", "config", "workflow", "profiles", "envs", "src"]
@@ -66,6 +69,15 @@ def _files(path: Path):
     return [p for p in paths if p.is_file() and "__pycache__" not in p.parts and ".egg-info" not in str(p)]
 
 
+def _output_times(results: Path) -> list[float]:
+    """Modification times of a run's outputs as Snakemake reads them: a directory() output's is its
+    .snakemake_timestamp marker, not its files' (the demo model reused from its cache, models/demo_cache.py,
+    keeps the times of its first build: the run looked stale, and every worker ran the demo again, issue 52)."""
+    marked = {marker.parent for marker in results.rglob(".snakemake_timestamp")}
+    return [p.stat().st_mtime for p in _files(results)
+            if p.name == ".snakemake_timestamp" or not marked.intersection(p.parents)]
+
+
 def checkout_demo_log() -> str | None:
     """Snakemake's log of the README's main job run in this checkout, if that run is complete and newer
     than every workflow file (CI runs the README's first command, then the tests: the same job need not
@@ -77,7 +89,7 @@ def checkout_demo_log() -> str | None:
     if not record.exists() or json.loads(record.read_text()) != {"config_files": ["config/config.yaml"]}:
         return None
     newest_source = max(p.stat().st_mtime for name in WORKFLOW_FILES for p in _files(REPO / name))
-    if min(p.stat().st_mtime for p in _files(REPO / "results")) <= newest_source:
+    if min(_output_times(REPO / "results")) <= newest_source:
         return None  # a workflow file changed after the run: its results may be stale
     runs = [log.read_text() for log in sorted((REPO / ".snakemake/log").glob("*.snakemake.log"))]
     runs = [text for text in runs if "rule build_demo_model:" in text and "steps (100%) done" in text]
@@ -104,6 +116,7 @@ def demo_run(tmp_path_factory) -> tuple[Path, str]:
 
 
 @pytest.mark.workflow
+@SHARES_THE_DEMO_RUN
 def test_the_readme_command_uses_the_default_profile(demo_run):
     _, output = demo_run
     assert readme_command() == "snakemake --cores all"
@@ -115,6 +128,7 @@ def test_the_readme_command_uses_the_default_profile(demo_run):
 
 
 @pytest.mark.workflow
+@SHARES_THE_DEMO_RUN
 def test_demo_produces_store_tables_and_figures(demo_run):
     demo_run, _ = demo_run
     db = demo_run / "results" / "benchmark.duckdb"
@@ -203,6 +217,7 @@ def test_demo_produces_store_tables_and_figures(demo_run):
 
 
 @pytest.mark.workflow
+@SHARES_THE_DEMO_RUN
 def test_every_rule_logs(demo_run):
     demo_run, _ = demo_run
     for rule in ("prepare_data", "build_demo_model", "adapt", "adapt_per_sample", "evaluate"):
@@ -213,6 +228,7 @@ def test_every_rule_logs(demo_run):
 
 
 @pytest.mark.workflow
+@SHARES_THE_DEMO_RUN
 def test_rerun_has_nothing_to_do_and_report_builds(demo_run):
     demo_run, _ = demo_run
     assert "Nothing to be done" in _snakemake(demo_run, "--cores", "1", "-n").stdout
@@ -259,6 +275,7 @@ def test_one_methods_jobs_run_by_the_documented_command(tmp_path):
 
 
 @pytest.mark.workflow
+@SHARES_THE_DEMO_RUN
 def test_every_other_method_runs_end_to_end_on_the_cpu(demo_run, tmp_path):
     """config/cpu-methods.yaml (issue 17) after the demo, reusing its model: ECHO, MM-UPT,
     supervised GRPO, T3RL, VR-TTRL's Appendix C baselines and Table 11's offline variant each run
@@ -303,6 +320,7 @@ def test_every_other_method_runs_end_to_end_on_the_cpu(demo_run, tmp_path):
 
 
 @pytest.mark.workflow
+@SHARES_THE_DEMO_RUN
 def test_same_predictions_whatever_the_thread_settings(demo_run, tmp_path):
     """Issue 16: a TTRV adaptation and its evaluation, and VR-TTRL per sample, of the demo's model again
     with every torch job under another OMP_NUM_THREADS (the demo run gives adaptation and evaluation 1;
@@ -323,6 +341,7 @@ def test_same_predictions_whatever_the_thread_settings(demo_run, tmp_path):
 
 
 @pytest.mark.workflow
+@SHARES_THE_DEMO_RUN
 def test_a_copied_results_tree_has_nothing_to_do(demo_run, tmp_path):
     demo_run, _ = demo_run
     copy = tmp_path / "copied tree"
@@ -332,6 +351,7 @@ def test_a_copied_results_tree_has_nothing_to_do(demo_run, tmp_path):
 
 
 @pytest.mark.workflow
+@SHARES_THE_DEMO_RUN
 def test_a_pasted_log_line_reruns_the_step(demo_run, tmp_path):
     """On a copy of the shared demo run: it rewrites one evaluation, which in the shared run made every test after
     it in a random order find work to do (test_a_copied_results_tree_has_nothing_to_do, issue 52)."""

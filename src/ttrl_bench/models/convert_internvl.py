@@ -51,6 +51,7 @@ from transformers import (
 )
 
 from .loading import resolve_model_source
+from .source import CHECKPOINT_FILES
 
 # The tokens the original `chat()` puts around an image (modeling_internvl_chat.py), named the way
 # InternVLProcessor looks them up on the tokenizer. `<video>` is not in InternVL2.5's vocabulary, but
@@ -105,9 +106,6 @@ KEY_MAP = [
 # `qkv(x).reshape(B, N, 3, heads, head_dim)` in InternAttention._naive_attn.
 FUSED_QKV = re.compile(_LAYER + r"attn\.qkv\.(weight|bias)")
 
-# Files of a checkpoint fetched by Hub id: config, weights, tokenizer. The remote code is not needed.
-CHECKPOINT_FILES = ["config.json", "*.safetensors", "model.safetensors.index.json", "vocab.json", "merges.txt",
-                    "tokenizer.json", "tokenizer_config.json", "added_tokens.json", "special_tokens_map.json"]
 
 
 class CheckpointError(ValueError):

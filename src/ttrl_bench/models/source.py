@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# Files of an InternVL checkpoint fetched by Hub id to convert (convert_internvl.py): config, weights, tokenizer.
+# The remote code is not needed. Here, not there: the preflight reads it in the Snakefile's parse, without torch.
+CHECKPOINT_FILES = ["config.json", "*.safetensors", "model.safetensors.index.json", "vocab.json", "merges.txt",
+                    "tokenizer.json", "tokenizer_config.json", "added_tokens.json", "special_tokens_map.json"]
+
 
 def resolve_model_source(source: str, key: str = "models.<name>.source") -> str:
     """A local directory is used as is; anything else must be a Hub id ("org/name"), which needs

@@ -41,10 +41,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from ..adaptation.config import AUTO_ROLLOUTS
 from ..adaptation.hyperparameters import lora_for_dataset
 from ..generation.vllm_settings import prompt_budget
-from ..models.families import freezes_vision_encoder, image_tokens
 from . import cards, memory
 from .cards import AUTHORS_CARD, Card, card as card_of, speed
 from .grid import adaptation_samples, rerun_protocol
@@ -366,6 +364,10 @@ def job_settings(plan, job) -> JobSettings:
         n_samples = evaluated
     spec = plan.method_spec(job.method, job.protocol)
     adaptation = plan.config["adaptation"]
+    # imported here, not at the top: both import torch, which the workflow's parse (it imports this module) does not need
+    from ..adaptation.config import AUTO_ROLLOUTS
+    from ..models.families import freezes_vision_encoder, image_tokens
+
     # the engine the job will run ("auto" is adaptation/config.py AUTO_ROLLOUTS; the plan does not check that vLLM is
     # installed here, the job's machine may have it); vote-only builds no engine: HF generate (adaptation/single_sample.py)
     backend = spec["hyperparameters"].get("rollout_backend", adaptation["rollout_backend"])

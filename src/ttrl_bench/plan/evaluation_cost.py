@@ -6,7 +6,8 @@ where `auto` might fall back to it), which times the margin (cost.py `MARGIN`) i
 - Items: the prepared split's size, else the TTRV authors' item list's (`AUTHORS_TEST_ITEMS`), else unknown
   (the estimate is then "?" and the limit assumes `LARGEST_TEST_SET`).
 - Prompt tokens: the image tokens of one image under the model's pixel bound for the protocol
-  (models/families.py `image_tokens`: typical and most), plus `TEXT_TOKENS`.
+  (models/families.py `image_tokens`: the test set's typical image, plan/samples.py TYPICAL_IMAGE_SIZES, and the
+  bound's most), plus `TEXT_TOKENS`.
 - Output tokens: what the task's answers take (`TYPICAL_ANSWER_TOKENS`), at most `max_new_tokens`.
 - Throughput: measured on one H100 80 GB (docs/gpu-runs.md, InternVL3-2B size, 1.86 B
   parameters, 597 images at 896 px = 1,280 image tokens + about 60 text, 6 new tokens, greedy): HF generate

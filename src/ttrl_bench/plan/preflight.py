@@ -81,7 +81,7 @@ def needs(config: dict, models: list[str], datasets: list[str], results: Path = 
     demo models, local model directories, models already converted under `results`, datasets
     already prepared there or with a configured local copy (`data.sources.<name>.path`, which must
     exist), bundled datasets. A local-only dataset (`local:...`) without a path is a problem."""
-    from ..models.convert_internvl import CHECKPOINT_FILES
+    from ..models.source import CHECKPOINT_FILES
 
     wanted, problems = [], []
     for name in models:

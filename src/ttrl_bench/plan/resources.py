@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..adaptation.hyperparameters import lora_for_dataset, rounds_for_dataset
-from ..models.families import image_tokens, original_vision_drop_path
 from ..runs.launch import launcher
 from . import memory
 from .cards import config_card
@@ -75,6 +74,8 @@ def evaluation_job_estimate(plan: Plan, job: Job) -> dict:
         items = min(items or per_task["samples"], per_task["samples"])
     source = model_source(plan, job.model)
     size = TYPICAL_IMAGE_SIZES.get(dataset)
+    from ..models.families import image_tokens  # here: families.py imports torch, which the workflow's parse does not need
+
     return evaluation_estimate(items, image_tokens(memory.model_config(source), protocol, size), section,
                                per_task["max_new_tokens"],
                                plan.config["evaluation"]["backend"], memory.parameter_count(source) / 1e9,
@@ -173,6 +174,8 @@ def job_method_settings(plan: Plan, job: Job) -> dict:
     settings = plan.method_settings(job.method, job.protocol)
     hp = dict(settings["hyperparameters"])
     if hp.get("vision_drop_path") == "checkpoint":  # the original checkpoint's rate, per model (models/families.py)
+        from ..models.families import original_vision_drop_path  # here, as image_tokens above
+
         entry = plan.models[job.model]
         hp["vision_drop_path"] = original_vision_drop_path(entry.get("convert_from") or entry["source"])
     if "lora" in hp:  # the adapter of this job's training set, or none (adaptation/hyperparameters.py)
