@@ -35,6 +35,7 @@ STAGES = ["prepare_data", "build_demo_model", "adapt", "adapt_per_sample", "eval
 def export(revision: str | Path, dest: Path) -> Path:
     """The workflow files of `revision`, or of a checkout's working tree (a Path: uncommitted changes included)."""
     if isinstance(revision, Path):
+        dest.mkdir(parents=True, exist_ok=True)  # cp -r of several sources needs the folder
         subprocess.run(["cp", "-r", *[str(revision / name) for name in WORKFLOW], str(dest)], check=True)
         return dest
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, *WORKFLOW], check=True,
