@@ -15,7 +15,7 @@ from torch.distributed.fsdp import MixedPrecisionPolicy
 
 from ttrl_bench.adaptation import placement
 from ttrl_bench.adaptation import presets
-from ttrl_bench.adaptation.echo import ECHO_DEFAULTS
+from ttrl_bench.adaptation.hyperparameters import ECHO_DEFAULTS
 from ttrl_bench.adaptation.hyperparameters import OPTIONAL_HYPERPARAMETERS, lora_for_dataset
 from ttrl_bench.adaptation.presets import (PRESETS, hyperparameter_sections, is_per_sample, method_task,
                                            method_task_of, register_method, resolve_method, task_hyperparameters)
@@ -78,7 +78,7 @@ def test_zero_shot_resolves_to_no_adaptation_whatever_the_config():
 
 
 def test_echo_update_overrides_fill_in_echos_defaults_and_trls_update_has_none():
-    """ECHO's update rule keeps its name and the authors' hybrid_adv defaults (echo.py ECHO_DEFAULTS: kappa 4.0,
+    """ECHO's update rule keeps its name and the authors' hybrid_adv defaults (hyperparameters.py ECHO_DEFAULTS: kappa 4.0,
     eps 0.05-0.2, ...), kappa replaced by 2.0; twice in a row (the preset's own `rule` is not consumed). TTRV runs
     TRL's update: update parameters for it are an error; an unknown ECHO parameter too."""
     for _ in range(2):

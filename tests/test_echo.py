@@ -10,10 +10,10 @@ from PIL import Image
 
 from test_adaptation import _completions  # TRL's conversational completions of the texts
 from ttrl_bench.adaptation import trainer as trainer_module
+from ttrl_bench.adaptation.hyperparameters import check_update
 from ttrl_bench.adaptation.echo import (
     LogitStatistics,
     adaptive_clip,
-    check_update,
     hybrid_advantages,
     masked_whiten,
     tail_confidence,

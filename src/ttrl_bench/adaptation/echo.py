@@ -33,12 +33,8 @@ it is not built.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # torch is imported where it runs: presets.py (and so the workflow's parse) reads the defaults alone
-    import torch
-
-from .hyperparameters import ECHO_DEFAULTS, check_update  # noqa: F401 (re-exported)
+import torch
 
 # The token confidence C_it (module docstring): the paper's top-k mean or the sampled token's probability,
 # which the authors' shipped scripts compute (hyper-parameter `token_confidence`; plan/protocols.py).
@@ -54,8 +50,6 @@ def masked_whiten(values: torch.Tensor, mask: torch.Tensor, reduce: Callable = _
     entries: verl torch_functional.py `masked_whiten` / `masked_var(unbiased=True)`. `reduce` sums
     the statistics over processes, so the whole training batch is one population, as on the authors'
     driver."""
-    import torch
-
     m = mask.to(torch.float64)
     x = values.to(torch.float64)
     n, total, squares = reduce(torch.stack([m.sum(), (x * m).sum(), (x * x * m).sum()]))
@@ -78,8 +72,6 @@ def token_statistics(logits: torch.Tensor, token_ids: torch.Tensor, top_k: int =
     the entropy, and the confidence: the mean probability of the `top_k` most likely tokens (dp_actor.py
     `_compute_topk_confidence`) or, `confidence` "sampled", the probability of `token_ids` itself (the
     remove-padding fallback, dp_actor.py:387-390)."""
-    import torch
-
     check_token_confidence(confidence)
     logp = torch.log_softmax(logits.float(), dim=-1)
     token_logps = logp.gather(-1, token_ids.unsqueeze(-1)).squeeze(-1)
@@ -109,8 +101,6 @@ def tail_confidence(confidence: torch.Tensor, mask: torch.Tensor, tail_window: i
     """(B,) mean confidence over each completion's last `tail_window` tokens (all of them if fewer;
     core_algos.py `_compute_tail_confidence`; a window <= 0 is the whole completion there too). Completions
     are right-padded (TRL's layout)."""
-    import torch
-
     if tail_window <= 0:
         tail_window = mask.size(1)
     lengths = mask.sum(1, keepdim=True)
@@ -124,8 +114,6 @@ def adaptive_clip(confidence: torch.Tensor, mask: torch.Tensor, tail_window: int
                   eps_max: float = 0.2, kappa: float = 4.0) -> torch.Tensor:
     """(B,) clip ranges eps_i = eps_min + (eps_max - eps_min) * sigmoid(kappa * (1 - C_tail_i)):
     confident completions get a tighter trust region (Section 3.2)."""
-    import torch
-
     c_tail = tail_confidence(confidence, mask, tail_window)
     return eps_min + (eps_max - eps_min) * torch.sigmoid(kappa * (1.0 - c_tail))
 

@@ -17,7 +17,8 @@ from trl.trainer import grpo_trainer as trl_grpo
 
 from ..generation.precision import generation_precision
 from ..runs.processes import process_state
-from .echo import LogitStatistics, adaptive_clip, check_token_confidence, check_update, hybrid_advantages
+from .echo import LogitStatistics, adaptive_clip, check_token_confidence, hybrid_advantages
+from .hyperparameters import check_update
 from .placement import trl_construction_overrides
 from .reward_bridge import completion_text
 from .utils import vllm_rollout_failure

@@ -17,16 +17,15 @@ from __future__ import annotations
 import contextlib
 import io
 
+import torch
 from scipy.optimize import linear_sum_assignment
+from torchvision.ops import complete_box_iou
 
 from ..rewards import grounding
 
 
 def complete_iou(parsed: list | None, gold: list[dict]) -> float:
     """The row's matched mean box CIoU (module docstring), boxes as [x1, y1, x2, y2] in one pixel frame."""
-    import torch  # here: the workflow's parse imports this module (plan's metrics) and needs neither
-    from torchvision.ops import complete_box_iou
-
     boxes = [o["bbox_2d"] for o in grounding.scored_objects(parsed)]
     targets = [o["bbox_2d"] for o in gold]
     if not boxes or not targets:

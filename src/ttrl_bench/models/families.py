@@ -158,7 +158,8 @@ def parameter_count(model) -> int:
 # tiles (12 + a thumbnail of 256, + <img> </img>: 3,330), the same under both protocols: no pixel bound.
 MAX_IMAGE_TOKENS = {"authors": 16384, "clean": 3072}
 MIN_IMAGE_TOKENS = 4
-INTERNVL_MAX_IMAGE_TOKENS = (12 + 1) * 256 + 2
+INTERNVL_MAX_TILES = 12  # max_dynamic_patch of InternVL3's checkpoints
+INTERNVL_MAX_IMAGE_TOKENS = (INTERNVL_MAX_TILES + 1) * 256 + 2
 
 
 def image_size_bound(config, protocol: str) -> dict:
@@ -206,7 +207,7 @@ def image_tokens_of(config, protocol: str, width: int, height: int) -> int:
     if not size:
         from transformers.models.got_ocr2.image_processing_got_ocr2 import get_optimal_tiled_canvas
 
-        rows, columns = get_optimal_tiled_canvas((height, width), (448, 448), 1, 12)
+        rows, columns = get_optimal_tiled_canvas((height, width), (448, 448), 1, INTERNVL_MAX_TILES)
         tiles = rows * columns + (rows * columns > 1)
         return tiles * 256 + 2
     from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
