@@ -48,9 +48,25 @@ def _corpus(data: Path) -> list[str]:
     return [r["prompt"] for r in rows] + [" ".join(map(str, r["options"])) for r in rows if r.get("options") is not None]
 
 
+# CI runs the rehearsal alone, one test at a time (`-n 0`), on 2 cores: a job of one process computes on both
+# (its 2-process launches keep one thread each), and so does the building of the real-width weights here.
+CORES = min(2, os.cpu_count() or 1)
+
+
+@pytest.fixture(autouse=True)
+def _both_cores():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(CORES)
+    yield
+    torch.set_num_threads(before)
+
+
 def _run(command: list[str], cwd: Path, **env) -> None:
+    threads = {} if "launch" in command else {"TTRL_BENCH_THREADS": str(CORES)}
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=1200,
-                            env={**os.environ, "PYTHONPATH": str(REPO / "src"), **env})
+                            env={**os.environ, "PYTHONPATH": str(REPO / "src"), **threads, **env})
     assert result.returncode == 0, f"{' '.join(command[:8])} ...\n{result.stderr[-4000:]}"
 
 
