@@ -104,9 +104,21 @@ def parameter_count(source: str) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+# config_dict's last results by config object (a strong reference kept, so an id is not reused while held).
+# transformers' diff against a default config builds that default each call: the paper configs' dry run
+# asked 2,210 times for a few configs, 24 of its 68 s. The plan does not edit a config once it has read it
+# (models/configs.model_config gives each caller its own copy).
+_CONFIG_DICTS: dict[int, tuple[object, dict]] = {}
+
+
 def config_dict(config) -> dict:
     """The fields of a transformers config that define the architecture (for the cache key)."""
-    return json.loads(config.to_json_string(use_diff=True))
+    held = _CONFIG_DICTS.get(id(config))
+    if held is None or held[0] is not config:
+        if len(_CONFIG_DICTS) >= 64:
+            _CONFIG_DICTS.pop(next(iter(_CONFIG_DICTS)))
+        held = _CONFIG_DICTS[id(config)] = (config, json.loads(config.to_json_string(use_diff=True)))
+    return copy.deepcopy(held[1])
 
 
 def _key_shape(config, shape: StepShape) -> dict:
@@ -153,7 +165,7 @@ def cached_trace(config, shape: StepShape, trace_fn=None) -> Trace:
     """The trace of (config, shape): from the shipped traces (data/traces.json), the local cache, or a
     new trace run now (then cached)."""
     key = trace_key(config, shape)
-    shipped = json.loads(SHIPPED_TRACES.read_text()) if SHIPPED_TRACES.exists() else {}
+    shipped = _shipped_traces()
     if key in shipped:
         return Trace.from_json(shipped[key]["trace"])
     path = cache_dir() / f"{key}.json"
@@ -177,7 +189,7 @@ def image_trace(config, shape: StepShape) -> Trace:
     """The trace of `shape` at its image tokens: shipped, or on the line through its traces (cached_trace) at
     the two `ANCHOR_IMAGE_TOKENS` (one trace per count of image tokens would cost a trace per test set)."""
     low, high = ANCHOR_IMAGE_TOKENS
-    if shape.image_tokens in (low, high) or trace_key(config, shape) in _shipped():
+    if shape.image_tokens in (low, high) or trace_key(config, shape) in _shipped_traces():
         return cached_trace(config, shape)
     a, b = (cached_trace(config, replace(shape, image_tokens=n)) for n in (low, high))
     t = (shape.image_tokens - low) / (high - low)
@@ -187,9 +199,17 @@ def image_trace(config, shape: StepShape) -> Trace:
                  breakdown_gb={k: line(a.breakdown_gb.get(k, 0.0), v) for k, v in b.breakdown_gb.items()})
 
 
-@lru_cache(maxsize=1)
-def _shipped() -> frozenset:
-    return frozenset(json.loads(SHIPPED_TRACES.read_text())) if SHIPPED_TRACES.exists() else frozenset()
+def _shipped_traces() -> dict:
+    """data/traces.json (400 KB), read once per version of the file: the dry run asks per trace."""
+    if not SHIPPED_TRACES.exists():
+        return {}
+    stat = SHIPPED_TRACES.stat()
+    return _read_traces(SHIPPED_TRACES, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=4)
+def _read_traces(path: Path, mtime_ns: int, size: int) -> dict:
+    return json.loads(path.read_text())
 
 
 @contextlib.contextmanager
