@@ -112,13 +112,14 @@ _CONFIG_DICTS: dict[int, tuple[object, dict]] = {}
 
 
 def config_dict(config) -> dict:
-    """The fields of a transformers config that define the architecture (for the cache key)."""
+    """The fields of a transformers config that define the architecture (for the cache key); shared: not to be
+    edited."""
     held = _CONFIG_DICTS.get(id(config))
     if held is None or held[0] is not config:
         if len(_CONFIG_DICTS) >= 64:
             _CONFIG_DICTS.pop(next(iter(_CONFIG_DICTS)))
         held = _CONFIG_DICTS[id(config)] = (config, json.loads(config.to_json_string(use_diff=True)))
-    return copy.deepcopy(held[1])
+    return held[1]
 
 
 def _key_shape(config, shape: StepShape) -> dict:
