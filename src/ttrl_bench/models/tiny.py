@@ -137,6 +137,22 @@ def _supervised_batch(processor, encoded: list[dict]) -> dict:
     return batch
 
 
+class _WarmStartBatches(torch.utils.data.Dataset):
+    """Step `i`'s batch of rows `chosen[i]`, each row encoded once (`_encoded_row`), at its first draw."""
+
+    def __init__(self, processor, rows: list[dict], load_image, chosen: list[list[int]]):
+        self.processor, self.rows, self.load_image, self.chosen, self.encoded = processor, rows, load_image, chosen, {}
+
+    def __len__(self) -> int:
+        return len(self.chosen)
+
+    def __getitem__(self, step: int) -> dict:
+        for i in self.chosen[step]:
+            if i not in self.encoded:
+                self.encoded[i] = _encoded_row(self.processor, self.rows[i], self.load_image(self.rows[i]))
+        return _supervised_batch(self.processor, [self.encoded[i] for i in self.chosen[step]])
+
+
 # Rows per warm-start step (grounding rows are ~3x longer than MCQ rows), and one grounding step
 # every GROUNDING_EVERY MCQ steps: the scenes' answer format is learnt in ~100 steps, but finding the
 # queried digit is not learnt in any number the demo can afford (docs/demo.md), so they get fewer.
@@ -159,17 +175,16 @@ def warm_start(model, processor, rows: list[dict], load_image, steps: int, lr: f
     schedule = [task for step in range(steps) for task in sorted(by_task)
                 if task == "mcq" or step % GROUNDING_EVERY == 0 or "mcq" not in by_task]
     rng = random.Random(seed)
+    chosen = [rng.sample(by_task[task], min(BATCH_SIZE[task], len(by_task[task]))) for task in schedule]
     torch.manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     model.train()
-    losses, encoded = [], {}  # row's position in `rows` -> _encoded_row
-    for task in tqdm(schedule, desc="warm start", unit="step"):
-        pool = by_task[task]
-        chosen = rng.sample(pool, min(BATCH_SIZE[task], len(pool)))
-        for i in chosen:
-            if i not in encoded:
-                encoded[i] = _encoded_row(processor, rows[i], load_image(rows[i]))
-        batch = _supervised_batch(processor, [encoded[i] for i in chosen])
+    losses = []
+    # the batches are encoded in a second process while this one trains: the build runs before any job that
+    # needs the model, on one torch thread, so the second core is otherwise idle (issue 57's profile)
+    batches = torch.utils.data.DataLoader(_WarmStartBatches(processor, rows, load_image, chosen), batch_size=None,
+                                          num_workers=1, prefetch_factor=16)
+    for batch in tqdm(batches, desc="warm start", unit="step"):
         loss = model(**batch).loss
         loss.backward()
         optimizer.step()
