@@ -130,8 +130,8 @@ def _supervised_batch(processor, encoded: list[dict]) -> dict:
     batch = {}
     for key, first in encoded[0].items():
         if first.shape == encoded[0]["input_ids"].shape and not key.startswith("pixel"):  # a value per token
-            batch[key] = torch.cat([torch.nn.functional.pad(e[key], (0, length - e[key].shape[1]), value=fill.get(key, 0))
-                                    for e in encoded])
+            batch[key] = torch.cat([torch.nn.functional.pad(e[key], (0, length - e[key].shape[1]),
+                                                            value=fill.get(key, 0)) for e in encoded])
         else:
             batch[key] = torch.cat([e[key] for e in encoded])
     return batch
