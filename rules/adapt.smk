@@ -17,6 +17,9 @@ rule adapt:
         "results/benchmarks/adapt/{model}/{method}/{dataset}/{protocol}/seed{seed}.tsv"
     wildcard_constraints:
         method=one_of(PLAN.grpo_methods) or "(?!)",
+    # the longest jobs first, the evaluations (shorter) after: on a few cores the run then ends with short jobs
+    # side by side, not one long job alone (issue 57: the demo's 2 cores)
+    priority: 1
     threads: get_resource("adapt", "threads")
     resources:
         gpu=get_resource("adapt", "gpu"),
@@ -55,6 +58,7 @@ rule adapt_per_sample:
         "results/benchmarks/adapt_per_sample/{model}/{method}/{dataset}/{protocol}/seed{seed}.tsv"
     wildcard_constraints:
         method=one_of(PLAN.per_sample) or "(?!)",
+    priority: 1  # as adapt's
     threads: get_resource("adapt_per_sample", "threads")
     resources:
         gpu=get_resource("adapt_per_sample", "gpu"),

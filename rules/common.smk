@@ -17,7 +17,7 @@ from ttrl_bench.plan.cards import slurm_gpu_model
 from ttrl_bench.plan.grid import BUILD_FAMILY, DEMO_DATASETS, protocol_parts
 from ttrl_bench.plan.resources import job_method_settings, largest_gpu_request, launch_command
 from ttrl_bench.plan.results_tree import check_results_tree, claim_results_tree, config_files
-from ttrl_bench.results.paper_tables import PAPER_TABLES  # for rules/aggregate.smk
+from ttrl_bench.results.table_specs import PAPER_TABLES  # for rules/aggregate.smk (not via paper_tables: scipy)
 from ttrl_bench.runs.launch import machine_has_gpu
 
 min_version("9.0")

@@ -3,7 +3,6 @@ built or converted before adaptation (`build-demo-model`, `convert-model`)."""
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
@@ -41,10 +40,9 @@ def cmd_build_demo_model(args) -> None:
         for row in load_manifest(Path(data_dir), "train").to_dict("records")
     ]
     key = recipe_key(rows, lambda r: r["data_dir"] / r["image"], args.steps, args.seed, args.family)
-    # each image decoded once: the warm start draws 10,400 rows from the 1,800 (issue 57's profile)
-    decoded = functools.cache(lambda path: Image.open(path).convert("RGB"))
     reused = build_once(Path(args.out), key, lambda out: log.info("built demo model: %s", tiny.build_demo_model(
-        out, rows, lambda r: decoded(r["data_dir"] / r["image"]), args.steps, seed=args.seed, family=args.family)))
+        out, rows, lambda r: Image.open(r["data_dir"] / r["image"]).convert("RGB"), args.steps, seed=args.seed,
+        family=args.family)))
     if reused is not None:
         log.info("demo model of recipe %s reused from %s (built once per recipe; %s=off builds it anew)", key, reused,
                  CACHE_ENV)

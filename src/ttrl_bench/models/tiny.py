@@ -100,22 +100,57 @@ def warm_start_target(row: dict) -> str:
     return f"<think>{row['query']} is here.</think><answer>{json.dumps(objects, separators=(', ', ': '))}</answer>"
 
 
-def _supervised_batch(processor, rows: list[dict], images) -> dict:
-    """Chat-formatted prompt + `warm_start_target`; loss only on the answer tokens."""
+def _encoded_row(processor, row: dict, image) -> dict:
+    """One row as the processor encodes it alone: the chat-formatted prompt + `warm_start_target`, and
+    `labels` that score only the answer tokens. A row encodes the same in any batch (each text and image is
+    processed on its own), so the warm start encodes each row once, not at each of its ~8 draws."""
     from ..generation.hf import chat_prompt
 
-    prompts = [chat_prompt(processor, r["prompt"], r.get("system")) for r in rows]
-    texts = [p + warm_start_target(r) + processor.tokenizer.eos_token for p, r in zip(prompts, rows)]
-    processor.tokenizer.padding_side = "right"
-    batch = processor(text=texts, images=images, return_tensors="pt", padding=True)
-    # the prompts alone, in one call: their lengths are where each answer starts
-    prompt_lengths = processor(text=prompts, images=images, return_tensors="pt", padding=True)["attention_mask"].sum(1)
-    processor.tokenizer.padding_side = "left"
-    labels = torch.full_like(batch["input_ids"], -100)
-    for i, (n_prompt, n_total) in enumerate(zip(prompt_lengths.tolist(), batch["attention_mask"].sum(1).tolist())):
-        labels[i, n_prompt:n_total] = batch["input_ids"][i, n_prompt:n_total]
-    batch["labels"] = labels
+    prompt = chat_prompt(processor, row["prompt"], row.get("system"))
+    answer = warm_start_target(row) + processor.tokenizer.eos_token
+    encoded = dict(processor(text=[prompt + answer], images=[image], return_tensors="pt"))
+    # The answer's tokens end the row: the byte-level pre-tokenizer splits at the prompt's closing newline, so the
+    # answer tokenizes alone as it does after the prompt, and the image is processed once. Else the prompt is
+    # processed alone: its length is where the answer starts.
+    answer_ids = processor.tokenizer(answer, add_special_tokens=False, return_tensors="pt")["input_ids"][0]
+    n_prompt = encoded["input_ids"].shape[1] - len(answer_ids)
+    if not torch.equal(encoded["input_ids"][0, n_prompt:], answer_ids):
+        n_prompt = processor(text=[prompt], images=[image], return_tensors="pt")["input_ids"].shape[1]
+    encoded["labels"] = encoded["input_ids"].clone()
+    encoded["labels"][0, :n_prompt] = -100
+    return encoded
+
+
+def _supervised_batch(processor, encoded: list[dict]) -> dict:
+    """Rows of `_encoded_row` as the processor batches them: token rows padded on the right (`labels` with
+    -100, the pad token's id in `input_ids`, 0 elsewhere), image tensors (one row per patch or tile)
+    concatenated."""
+    length = max(e["input_ids"].shape[1] for e in encoded)
+    fill = {"input_ids": processor.tokenizer.pad_token_id, "labels": -100}
+    batch = {}
+    for key, first in encoded[0].items():
+        if first.shape == encoded[0]["input_ids"].shape and not key.startswith("pixel"):  # a value per token
+            batch[key] = torch.cat([torch.nn.functional.pad(e[key], (0, length - e[key].shape[1]),
+                                                            value=fill.get(key, 0)) for e in encoded])
+        else:
+            batch[key] = torch.cat([e[key] for e in encoded])
     return batch
+
+
+class _WarmStartBatches(torch.utils.data.Dataset):
+    """Step `i`'s batch of rows `chosen[i]`, each row encoded once (`_encoded_row`), at its first draw."""
+
+    def __init__(self, processor, rows: list[dict], load_image, chosen: list[list[int]]):
+        self.processor, self.rows, self.load_image, self.chosen, self.encoded = processor, rows, load_image, chosen, {}
+
+    def __len__(self) -> int:
+        return len(self.chosen)
+
+    def __getitem__(self, step: int) -> dict:
+        for i in self.chosen[step]:
+            if i not in self.encoded:
+                self.encoded[i] = _encoded_row(self.processor, self.rows[i], self.load_image(self.rows[i]))
+        return _supervised_batch(self.processor, [self.encoded[i] for i in self.chosen[step]])
 
 
 # Rows per warm-start step (grounding rows are ~3x longer than MCQ rows), and one grounding step
@@ -135,19 +170,21 @@ def warm_start(model, processor, rows: list[dict], load_image, steps: int, lr: f
     names the digit, half the time in a form the question did not ask for (`warm_start_target`).
     """
     by_task = {}
-    for row in rows:
-        by_task.setdefault("grounding" if "boxes" in row else "mcq", []).append(row)
+    for i, row in enumerate(rows):
+        by_task.setdefault("grounding" if "boxes" in row else "mcq", []).append(i)
     schedule = [task for step in range(steps) for task in sorted(by_task)
                 if task == "mcq" or step % GROUNDING_EVERY == 0 or "mcq" not in by_task]
     rng = random.Random(seed)
+    chosen = [rng.sample(by_task[task], min(BATCH_SIZE[task], len(by_task[task]))) for task in schedule]
     torch.manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     model.train()
     losses = []
-    for task in tqdm(schedule, desc="warm start", unit="step"):
-        pool = by_task[task]
-        chosen = rng.sample(pool, min(BATCH_SIZE[task], len(pool)))
-        batch = _supervised_batch(processor, chosen, [load_image(r) for r in chosen])
+    # the batches are encoded in a second process while this one trains: the build runs before any job that
+    # needs the model, on one torch thread, so the second core is otherwise idle (issue 57's profile)
+    batches = torch.utils.data.DataLoader(_WarmStartBatches(processor, rows, load_image, chosen), batch_size=None,
+                                          num_workers=1, prefetch_factor=16)
+    for batch in tqdm(batches, desc="warm start", unit="step"):
         loss = model(**batch).loss
         loss.backward()
         optimizer.step()

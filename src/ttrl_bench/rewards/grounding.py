@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from .tags import tag_spans
 
@@ -250,6 +249,10 @@ def pairwise_accuracy(pred: list | None, target: list | None, thresholds: Thresh
             dx, dy = (abs(x - y) for x, y in zip(a["point_2d"], b["point_2d"]))
             dist = math.hypot(dx, dy) if conventions.point_distance == "euclidean" else dx + dy
             passed[i, j] = (iou > thresholds.iou) + (l1 < thresholds.l1) + (dist < thresholds.point and inside)
+    # imported here: the plan, so every snakemake start, imports this module (evaluation.tasks), and
+    # scipy.optimize costs the workflow's start about a second (issue 57's profile)
+    from scipy.optimize import linear_sum_assignment
+
     rows, cols = linear_sum_assignment(3 - passed)
     return float(passed[rows, cols].sum()) / max(len(p), len(q))
 
