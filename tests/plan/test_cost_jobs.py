@@ -1,9 +1,6 @@
-"""Issue 39: plan/cost.py survivors of the mutmut re-run. What each function passes on, reads or names, pinned by
-hand-worked values: JobSettings.shape and point_shape (every field reaches the StepShape), calibration_points
-(opened with newline="", as the csv module asks), gpu_peak_gb's named parts (both branches, the same keys),
-authors_throughput_flops (the first calibration point), job_settings (the sample count, the per-sample count, the
-rollout backend and its vLLM share, a LoRA adapter's targets) and job_decision (the GPU memory: the argument, else
-resources.gpu_memory_gb, else 80).
+"""plan/cost.py, the functions around the decision (test_cost.py has the decision and calibration): a job's
+compute minutes, JobSettings.shape and point_shape, calibration_points, gpu_peak_gb's parts,
+authors_throughput_flops, job_settings and job_decision, each pinned by hand-worked values.
 
 job_settings / job_decision run on a stand-in plan (`_plan`): a real Plan resolves every method's hyperparameters
 with `rollout_backend` already set (plan/names.py resolved_methods) and its schema fills resources.gpu_memory_gb,
@@ -21,10 +18,115 @@ import pytest
 from ttrl_bench.plan import Job, cost, memory
 from ttrl_bench.plan.memory import StepShape, Trace
 
-SOURCE = "OpenGVLab/InternVL3-2B-hf"  # in plan/data/model_configs.json: model_type "internvl"
+from tests.support.plan import demo_plan
+
+
+def test_compute_minutes_of_a_training_job_without_reference_and_of_a_vote_only_job(monkeypatch):
+    """runtime_minutes with the traces and the authors' throughput stood in for: 1e10 FLOP/s per GPU, a model of 1e9
+    parameters, a traced training step of 5e11 FLOPs per sequence (1e12 at micro-batch 2), a traced prefill of 1e11
+    per sequence.
+    Training, no KL reference (kl_beta 0): 2 prompts x (4 trained x 5e11 + 8 rollouts x 5e11 / 3 x 1 old-policy
+    forward + 8 x 10 new tokens x 2 x 1e9) = 2 x 3.49333e12 = 6.98667e12 a round, x 3 rounds = 2.096e13 FLOPs; on 2 GPUs
+    2.096e13 / (1e10 x 2) / 60 = 17.4667 min. (With a reference: two forwards, 2.896e13.)
+    Vote-only (updates: False): 1 prompt x 8 rollouts x (8e11 / 8 + 10 x 2 x 1e9) = 9.6e11 a round, x 5 rounds =
+    4.8e12 FLOPs; 4.8e12 / 1e10 / 60 = 8.0 min on 1 GPU."""
+    from ttrl_bench.plan import cost, memory
+    from ttrl_bench.plan.memory import Trace
+
+    per_sequence = {"train": 5e11, "prefill": 1e11}
+    monkeypatch.setattr(memory, "cached_trace",
+                        lambda config, shape: Trace(0.0, int(1e9), 0, per_sequence[shape.kind] * shape.sequences, 0.0, {}))
+    monkeypatch.setattr(cost, "authors_throughput_flops", lambda: 1e10)
+    training = cost.JobSettings(rollouts=8, trained=4, prompts_per_step=2, new_tokens=10, rounds=3, reference=False)
+    time = cost.runtime_minutes(None, training, 2, 2)
+    assert time == pytest.approx({"flops": 2.096e13, "flops_per_gpu_second": 1e10, "compute_min": 2.096e13 / 2e10 / 60},
+                                 rel=1e-12)
+    assert round(time["compute_min"], 4) == 17.4667
+    with_reference = cost.runtime_minutes(None, cost.JobSettings(8, 4, 2, 10, 3), 2, 2)
+    assert with_reference["flops"] == pytest.approx(2.896e13, rel=1e-12)
+    vote_only = cost.JobSettings(rollouts=8, trained=8, prompts_per_step=1, new_tokens=10, rounds=5, trains=False,
+                                 reference=False)
+    assert cost.runtime_minutes(None, vote_only, 1, 1) == pytest.approx(
+        {"flops": 4.8e12, "flops_per_gpu_second": 1e10, "compute_min": 8.0}, rel=1e-12)
+
+
+def test_a_decision_records_the_parameters_and_trainable_counts_of_the_trace_it_rests_on(monkeypatch):
+    """Decision.predicted ("the parts behind the numbers") names the traced model's parameter counts: a training job
+    the training trace's (8e9 parameters, 7e9 trainable, as in tests/plan/test_cost.py's synthetic traces), a vote-only
+    job the prefill trace's (the whole model, nothing trainable: 0), on the one GPU a vote-only job takes."""
+    from ttrl_bench.plan import cost, memory
+    from ttrl_bench.plan.memory import Trace
+
+    def trace(config, shape):
+        if shape.kind == "train":
+            return Trace(116 + 2 + 1.5 * shape.sequences, int(8e9), int(7e9), 1e12 * shape.sequences, 0.0, {})
+        return Trace(16 + 0.1 * shape.sequences, int(8e9), 0, 1e11 * shape.sequences, 0.0, {})
+
+    monkeypatch.setattr(memory, "cached_trace", trace)
+    monkeypatch.setattr(cost, "calibration", lambda: cost.Calibration(1.0, []))
+    monkeypatch.setattr(cost, "authors_throughput_flops", lambda: 1e10)
+    d = cost.decide(None, cost.JobSettings(rollouts=32, trained=16, prompts_per_step=1, new_tokens=32, rounds=10))
+    assert (d.predicted["parameters"], d.predicted["trainable"]) == (8_000_000_000, 7_000_000_000)
+    vote_only = cost.JobSettings(rollouts=8, trained=8, prompts_per_step=1, new_tokens=10, rounds=5, trains=False,
+                                 reference=False)
+    d = cost.decide(None, vote_only)
+    # one GPU and one sequence at a time: nothing shards or batches a vote-only job
+    assert (d.gpus, d.micro_batch, d.predicted["parameters"], d.predicted["trainable"]) == (1, 1, 8_000_000_000, 0)
+
+
+def test_a_training_steps_peak_defaults_to_no_offload_on_an_80_gb_gpu(monkeypatch):
+    """gpu_peak_gb's defaults (offload False, 80 GB: the schema's GPU memory), with tests/plan/test_cost.py's synthetic
+    trace (8e9 parameters, 7e9 trainable, peak 118 + 1.5 GB per sequence) and calibration 1: fp32 state
+    8e9 x 4 + 7e9 x 12 bytes = 116 GB; at micro-batch 8 on 2 GPUs: held 116 / 2 = 58 + activations 118 + 12 - 116
+    = 14, + the bf16 reference 2 x 8e9 / 2 = 8 GB, + vLLM's 0.3 x 80 = 24 GB: 104 GB per GPU. A vote-only job has
+    only its generation's peak, every other part 0."""
+    from ttrl_bench.plan import cost, memory
+    from ttrl_bench.plan.memory import Trace
+
+    monkeypatch.setattr(memory, "cached_trace", lambda config, shape: Trace(
+        118 + 1.5 * shape.sequences, int(8e9), int(7e9), 1e12 * shape.sequences, 0.0, {}))
+    monkeypatch.setattr(cost, "calibration", lambda: cost.Calibration(1.0, [], prefill=1.0))
+    settings = cost.JobSettings(rollouts=32, trained=16, prompts_per_step=1, new_tokens=32, rounds=10, vllm_share=0.3)
+    peaks = cost.gpu_peak_gb(None, settings, 8, 2)
+    assert (peaks["state_gb"], peaks["activations_gb"], peaks["reference_gb"], peaks["vllm_gb"]) == pytest.approx(
+        (116.0, 14.0, 8.0, 24.0), rel=1e-12)
+    assert peaks["train_gb"] == pytest.approx(104.0, rel=1e-12) and peaks["generation_gb"] == 0.0
+    # bf16 weights (fp32_master False): 2 bytes each, state 8e9 x 2 + 7e9 x 6 = 58 GB
+    bf16 = cost.gpu_peak_gb(None, cost.JobSettings(32, 16, 1, 32, 10, fp32_master=False), 8, 2)
+    assert bf16["state_gb"] == pytest.approx(58.0, rel=1e-12)
+    # no KL reference, no vLLM: 0 GB of reference; HF generate's prefill of this process's ceil(32 / 2) = 16
+    # rollouts, traced on the job's model config: 118 + 1.5 x 16 = 142 GB (prefill factor 1)
+    monkeypatch.setattr(memory, "cached_trace", lambda config, shape: Trace(
+        118 + 1.5 * shape.sequences + (0 if config == "the model" else 1000), int(8e9), int(7e9), 0.0, 0.0, {}))
+    plain = cost.gpu_peak_gb("the model", cost.JobSettings(32, 16, 1, 32, 10, reference=False), 8, 2)
+    assert (plain["reference_gb"], plain["generation_gb"]) == (0.0, 142.0)
+    # vote-only: no training step; each process generates all 8 rollouts with the whole model: 118 + 1.5 x 8 = 130 GB
+    vote_only = cost.JobSettings(rollouts=8, trained=8, prompts_per_step=1, new_tokens=10, rounds=5, trains=False)
+    assert cost.gpu_peak_gb("the model", vote_only, 1, 1) == {
+        "train_gb": 0.0, "generation_gb": 130.0, "state_gb": 0.0, "activations_gb": 0.0, "reference_gb": 0.0,
+        "vllm_gb": 0.0, "factor": 1.0, "prefill_factor": 1.0}
+
+
+def test_the_jobs_of_a_small_grid_name_every_field_of_each_run():
+    """The demo config cut to zero-shot, ttrv and vr-ttrl on demo-digits, seed 3. vr-ttrl adapts on boxes, not
+    on letters: not on this dataset. One adaptation (ttrv on the 20 random samples, n20_random) and two
+    evaluations in Run order (method "ttrv" before "zero-shot"): zero-shot's train "none", its protocol the same
+    n20_random (the adaptation samples are excluded from its items too)."""
+    plan = demo_plan("methods: [zero-shot, ttrv, vr-ttrl]\ndatasets: [demo-digits]\nseeds: [3]\n")
+    assert plan.jobs() == [
+        Job("adapt", "demo", "ttrv", "demo-digits", None, "n20_random", 3),
+        Job("evaluate", "demo", "ttrv", "demo-digits", "demo-digits", "n20_random", 3),
+        Job("evaluate", "demo", "zero-shot", "none", "demo-digits", "n20_random", 3),
+    ]
+    assert (plan.fits("zero-shot", "demo-digits"), plan.fits("ttrv", "demo-digits"), plan.fits("vr-ttrl", "demo-digits")) \
+        == (False, True, False)
+
+
 PEAK_KEYS = ["activations_gb", "factor", "generation_gb", "prefill_factor", "reference_gb", "state_gb", "train_gb",
              "vllm_gb"]
 
+def _job(rule: str = "adapt", protocol: str = "n20_random") -> Job:
+    return Job(rule, "m", "ttrv", "reasonseg", None, protocol, 0)
 
 def _plan(tmp_path, hyperparameters: dict, *, backend: str = "auto", utilization: float = 0.45,
           samples="all", resources=None, model: dict | None = None):
@@ -40,10 +142,7 @@ def _plan(tmp_path, hyperparameters: dict, *, backend: str = "auto", utilization
     return SimpleNamespace(config=config, section={"reasonseg": "grounding"}, results=str(tmp_path / "results"),
                            method_spec=lambda method, protocol: {"hyperparameters": dict(hyperparameters)})
 
-
-def _job(rule: str = "adapt", protocol: str = "n20_random") -> Job:
-    return Job(rule, "m", "ttrv", "reasonseg", None, protocol, 0)
-
+SOURCE = "OpenGVLab/InternVL3-2B-hf"  # in plan/data/model_configs.json: model_type "internvl"
 
 # --- JobSettings.shape, point_shape, calibration_points ----------------------------------------------------------
 

@@ -1,5 +1,4 @@
-"""Issue 39: plan/memory.py survivors of the sixth session's mutmut run (its tracing functions run for the first
-time: earlier runs left the two tracing tests out of the selection).
+"""plan/memory.py: the fake model a trace runs on (`build_fake`) and the tracing functions:
 - `cached_trace` past the shipped traces (every shape the other tests ask for is shipped): a shape no
   traces.json holds is traced once by `trace_fn`, written to $TTRL_BENCH_TRACE_CACHE/<key>.json with its shape and
   config, and read back from there on the next call; a checkout without the shipped file reads no shipped traces.
@@ -10,7 +9,7 @@ time: earlier runs left the two tracing tests out of the selection).
 - `trace_step` on the tiny InternVL (about 0.5 s a trace): bf16 weights and moments, a frozen tower (trainable
   counts, no backward through it), gradient checkpointing's activations, the LM head's FLOPs worked by hand in a
   prefill and in training, a prefill without autocast; StepShape's refusal of another kind.
-- The seventh session's: a prefill's KV cache worked by hand per layer (`use_cache` in a prefill), and a training
+- A prefill's KV cache worked by hand per layer (`use_cache` in a prefill), and a training
   step handed to the tracker with no gradient held (`zero_grad(set_to_none=True)`)."""
 
 from __future__ import annotations
@@ -21,15 +20,44 @@ from dataclasses import replace
 import pytest
 import torch
 
-from tests.plan.test_cost import _tiny_internvl  # InternVL3-2B cut to one 128-wide text and one 64-wide vision layer
 from ttrl_bench.plan import memory
 from ttrl_bench.plan.memory import StepShape, Trace
 
-SOURCE = "OpenGVLab/InternVL3-2B-hf"  # in plan/data/model_configs.json
+from tests.plan.test_cost import _tiny_internvl  # InternVL3-2B cut to one 128-wide text and one 64-wide vision layer
+
+
+def test_the_fake_model_owns_its_config_and_takes_real_inputs_under_its_mode():
+    """build_fake (plan/memory.py): transformers' from_config keeps the config object it is given (model.config is
+    it), and a trace edits the model's config, so build_fake hands it a deep copy: editing the fake model's config,
+    nested text_config included, leaves the caller's. Its FakeTensorMode allows non-fake inputs: real token ids
+    (torch.zeros made outside the mode) go through the fake embedding, giving a fake (1, 3, hidden) tensor without
+    memory. A 1-layer InternVL3-2B-hf config keeps the build under a second."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    from ttrl_bench.plan import memory
+
+    config = memory.model_config("OpenGVLab/InternVL3-2B-hf")
+    config.text_config.num_hidden_layers, config.vision_config.num_hidden_layers = 1, 1
+    before = config.to_dict()
+    model, mode = memory.build_fake(config, torch.bfloat16)
+    model.config.use_cache = False
+    model.config.text_config.use_cache = False
+    model.config.text_config.num_hidden_layers = 5
+    assert config.to_dict() == before
+    ids = torch.zeros(1, 3, dtype=torch.long)
+    with mode:
+        embeds = model.get_input_embeddings()(ids)
+    assert isinstance(embeds, FakeTensor) and tuple(embeds.shape) == (1, 3, config.text_config.hidden_size)
+    assert embeds.dtype == torch.bfloat16
+
+
 # 7 sequences of 3 + 5 + 11 tokens: no shipped trace has it (the shipped shapes are the configs' micro-batches)
 SHAPE = StepShape(sequences=7, prompt_tokens=3, image_tokens=5, new_tokens=11)
+
 TRACE = Trace(peak_gb=1.5, parameters=10, trainable=4, flops=2.0e9, seconds=0.3, breakdown_gb={"Parameter": 0.25})
 
+SOURCE = "OpenGVLab/InternVL3-2B-hf"  # in plan/data/model_configs.json
 
 def test_a_shape_not_shipped_is_traced_once_then_read_from_the_local_cache(tmp_path, monkeypatch):
     cache = tmp_path / "home" / "traces"  # neither folder there yet
