@@ -15,6 +15,8 @@ from ttrl_bench.adaptation.presets import PRESETS, is_per_sample, resolve_method
 from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.models.tiny_families import FAMILIES  # every family the configs use: each runs every method
 from ttrl_bench.models.loading import load_model
+import warnings
+import pandas as pd
 
 BASELINES = [m for m, p in PRESETS.items() if p and "objective" in p]
 # CPU-sized: 2 steps at a large lr, short pseudo-answers, 2 augmentations, 4 rollouts
@@ -210,3 +212,131 @@ def test_offline_variant_trains_one_step_on_the_training_split(family, scene_dat
     log = adapt(model, processor, samples, scene_data, spec, tmp_path, seed=0, task=GroundingTask())
     assert log.attrs["optimizer_steps"] == 1 and list(log["step"]) == [0]
     assert log["reward_mean"].notna().all()
+
+
+
+def test_memos_augmentations_run_silently_and_never_touch_the_gpus_random_state(monkeypatch):
+    """augmented_copies forks only the CPU generator (devices=[]): with two (stand-in) CUDA devices, the GPUs' RNG
+    state is never read, so no CUDA context is made on every GPU of a multi-GPU node, and torch's "you have 2
+    available devices" warning is not raised. The PIL crop always antialiases: torchvision warns only when told
+    antialias=False, which the function does not do. The global CPU RNG is left as it was."""
+    from PIL import Image
+
+    def no_gpu(*args):
+        raise AssertionError("a GPU's RNG state was read")
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "get_rng_state", no_gpu)
+    monkeypatch.setattr(torch.cuda, "set_rng_state", no_gpu)
+    monkeypatch.setattr(torch.random, "_fork_rng_warned_already", False)
+    image = Image.new("RGB", (24, 16), (90, 140, 200))
+    state = torch.get_rng_state()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        copies = baselines.augmented_copies(image, 2, 0)
+    assert [c.size for c in copies] == [(24, 16), (24, 16)]
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_memos_colour_jitter_scales_brightness_contrast_and_saturation_by_0_6_to_1_4(monkeypatch):
+    """C.1 names "random crop/flip/color jitter" without strengths; ours: brightness, contrast and saturation
+    factors uniform in [1 - 0.4, 1 + 0.4] (torchvision's ColorJitter(0.4, 0.4, 0.4)). On a uniform grey image
+    (128) contrast and saturation blend with the image's own grey, so only brightness acts: each copy is 128 x f,
+    f in [0.6, 1.4], i.e. in [76.8, 179.2]; 40 seeded copies spread over most of it (a factor range of
+    [0, 2.4] would leave it). The jitter's own arguments are checked through a recording wrapper."""
+    from PIL import Image
+    from torchvision.transforms import v2
+
+    made = []
+    real = v2.ColorJitter
+
+    def recording(**kwargs):
+        made.append(kwargs)
+        return real(**kwargs)
+
+    monkeypatch.setattr(v2, "ColorJitter", recording)
+    grey = Image.new("RGB", (8, 8), (128, 128, 128))
+    values = [c.getpixel((0, 0)) for c in baselines.augmented_copies(grey, 40, 3)]
+    assert made == [{"brightness": 0.4, "contrast": 0.4, "saturation": 0.4}]
+    assert all(r == g == b for r, g, b in values)
+    levels = [r for r, _, _ in values]
+    assert 76 <= min(levels) < 90 and 166 < max(levels) <= 180
+
+def test_select_trainable_freezes_the_tower_on_request_and_trains_norms_outside_it():
+    """InternVL3-2B cut to one 128-wide text layer (test_plan_cost's tiny config, meta device). freeze_vision true:
+    every vision-tower parameter frozen (InternVL's adapter, the projector, sits outside the tower and trains), the
+    rest trainable; the default (false) trains everything. trainable "norm" (Tent's choice): the norms outside the
+    tower alone: the projector's LayerNorm over 64 x 2 x 2 = 256 pixel-shuffled features (weight and bias, 512)
+    and the text layer's two RMSNorms and the final one, 3 x 128: 896. Another value is refused by name."""
+    from tests.plan.test_cost import _tiny_internvl
+    from transformers import AutoModelForImageTextToText
+
+    from ttrl_bench.models.families import vision_tower
+
+    def tiny():
+        with torch.device("meta"):
+            return AutoModelForImageTextToText.from_config(_tiny_internvl())
+
+    def trainable(model):
+        return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+    model = tiny()
+    total, tower = sum(p.numel() for p in model.parameters()), sum(p.numel() for p in vision_tower(model).parameters())
+    baselines.select_trainable(model, {"freeze_vision": True})
+    assert not any(p.requires_grad for p in vision_tower(model).parameters())
+    assert trainable(model) == total - tower
+    model = tiny()
+    baselines.select_trainable(model, {})
+    assert trainable(model) == total
+    model = tiny()
+    baselines.select_trainable(model, {"trainable": "norm"})
+    assert trainable(model) == 2 * 256 + 3 * 128 == 896
+    with pytest.raises(ValueError, match="trainable must be 'language' or 'norm', got 'all'"):
+        baselines.select_trainable(tiny(), {"trainable": "all"})
+
+
+def test_a_baseline_refuses_a_manifest_of_more_than_one_sample_by_count():
+    """Appendix C.1's baselines adapt on one test sample at a time: two rows are refused before any model work."""
+    with pytest.raises(ValueError) as err:
+        baselines.adapt_baseline(None, None, pd.DataFrame({"id": ["a", "b"]}), None, {}, None, seed=0)
+    assert str(err.value) == "Appendix C baselines adapt on one sample at a time, got 2"
+
+
+def test_a_baseline_opens_the_image_at_the_rows_input_size_and_answers_as_long_as_a_rollout(monkeypatch, tmp_path):
+    """adapt_baseline's first two steps, the rest stopped: the sample's image is opened under the image root at the
+    row's input_size (GroundingTask.view's: VR-TTRL's 840 px), or at none where the manifest has no such column,
+    and the pseudo-answer is generated with up to max_completion_length new tokens (as long as VR-TTRL's rollouts)."""
+    from pathlib import Path
+
+    class Stop(Exception):
+        pass
+
+    seen = []
+    monkeypatch.setattr(baselines, "open_model_view", lambda path, size: seen.append((path, size)) or "view")
+
+    def pseudo_answer(model, processor, row, image, method, seed, max_new_tokens):
+        seen.append((row["id"], image, seed, max_new_tokens))
+        raise Stop
+
+    monkeypatch.setattr(baselines, "pseudo_answer", pseudo_answer)
+    method = {"hyperparameters": {"max_completion_length": 2048}}
+    for manifest, size in ((pd.DataFrame({"id": ["s"], "image": ["img/1.png"], "input_size": [840]}), 840),
+                           (pd.DataFrame({"id": ["s"], "image": ["img/1.png"]}), None)):
+        seen.clear()
+        with pytest.raises(Stop):
+            baselines.adapt_baseline(None, None, manifest, Path("/data"), method, tmp_path, seed=3)
+        assert seen == [(Path("/data/img/1.png"), size), ("s", "view", 3, 2048)]
+
+
+def test_each_baseline_objective_scores_the_pseudo_answer_with_its_own_loss(monkeypatch):
+    """objective_loss on stand-in logits of the one copy: 2 answer positions over 2 tokens, both with probabilities
+    (1/4, 3/4) (logits 0 and ln 3); pseudo-answer ids [1, 0], mask [1, 0] (the second position not counted).
+    Tent: the first position's entropy, -(1/4 ln 1/4 + 3/4 ln 3/4) = 0.5623; SFT: -ln p(1) = -ln 3/4 = 0.2877."""
+    logits = torch.tensor([[[0.0, math.log(3.0)], [0.0, math.log(3.0)]]])
+    monkeypatch.setattr(baselines, "completion_logits", lambda *a, **k: logits)
+    answer = baselines.PseudoAnswer("B", [1, 0], [1, 0], ["image"])
+    row = {"prompt": "p"}
+    tent = baselines.objective_loss(None, None, row, answer, {"objective": "tent"})
+    sft = baselines.objective_loss(None, None, row, answer, {"objective": "sft"})
+    assert tent.item() == pytest.approx(-(0.25 * math.log(0.25) + 0.75 * math.log(0.75)))
+    assert sft.item() == pytest.approx(-math.log(0.75))

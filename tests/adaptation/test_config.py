@@ -464,3 +464,35 @@ def test_trl_construction_overrides_swap_trls_names_and_restore_them(monkeypatch
     with pytest.raises(RuntimeError, match="boom"), placement.trl_construction_overrides(4):
         raise RuntimeError("boom")
     assert (grpo_trainer.prepare_fsdp, grpo_trainer.VLLMGeneration) == saved
+
+
+
+def test_grpo_config_asks_placement_for_the_reference_with_cuda_and_this_processs_device(tmp_path, monkeypatch):
+    """GRPOConfig.model_init_kwargs are placement.reference_init_kwargs(whether CUDA is present, this process's
+    device), as asked: stood in by a recorder that answers {"device_map": "stand-in"} (the real one gives None on
+    the CPU, so on the CPU only the recorder tells on_gpu False from a lost flag, or the device from None)."""
+    from ttrl_bench.adaptation import config
+    from ttrl_bench.runs.processes import process_state
+
+    asked = []
+    monkeypatch.setattr(config, "choose_backend", lambda choice, key: "hf")
+    monkeypatch.setattr(config, "reference_init_kwargs", lambda on_gpu, device: asked.append((on_gpu, device))
+                        or {"device_map": "stand-in"})
+    hp = {"num_generations": 4, "max_completion_length": 8, "temperature": 0.7, "epochs": 2, "learning_rate": 1e-6}
+    args = config.grpo_config(tmp_path, hp, seed=0)
+    assert asked == [(torch.cuda.is_available(), process_state().device)]
+    assert type(asked[0][0]) is bool
+    assert args.model_init_kwargs == {"device_map": "stand-in"}
+
+def test_optimizer_arguments_run_on_the_gpu_where_cuda_is_there(monkeypatch):
+    """use_cpu is `not torch.cuda.is_available()`: True on this CPU machine, False where CUDA answers True
+    (stood in here; nothing else of the arguments is read from the device)."""
+    import torch
+
+    from ttrl_bench.adaptation.config import optimizer_arguments
+
+    hp = {"learning_rate": 1e-6}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert optimizer_arguments(hp, 0)["use_cpu"] is True
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert optimizer_arguments(hp, 0)["use_cpu"] is False

@@ -242,3 +242,63 @@ def test_per_sample_predictions_keep_the_prompt_each_sample_was_given(scene_data
     assert list(predictions["prompt_text"]) == list(asked["prompt"])
     assert list(predictions["chat_prompt"]) == [chat_prompt(processor, p, s) for p, s in zip(asked["prompt"], asked["system"])]
     assert all(p.startswith("<|im_start|>system\nYou are a helpful assistant.") for p in predictions["chat_prompt"])
+
+
+
+def test_the_shared_adaptation_is_built_with_the_jobs_model_processor_and_method(monkeypatch):
+    """VR-TTRL's per-sample GRPO builds its one TestTimeAdaptation from the job's own model, processor and method
+    (with the first sample's manifest, the image root, out_dir, seed and the grounding task), runs it on that
+    sample, and runs the same one on the next sample's manifest."""
+    from ttrl_bench.adaptation import per_sample
+
+    built, runs = [], []
+
+    class Adaptation:
+        def __init__(self, *args):
+            built.append(args)
+
+        def run(self, *args, **kwargs):
+            runs.append((args, kwargs))
+            return "log"
+
+    monkeypatch.setattr(per_sample, "TestTimeAdaptation", Adaptation)
+    method = {"hyperparameters": {"num_generations": 4}, "reward": "vr_ttrl"}
+    adapt_one = per_sample._adapter("model", "processor", "samples", "root", method, "out", 7)
+    assert adapt_one("sample 0", "before 0") == "log"
+    assert adapt_one("sample 1", "before 1") == "log"
+    assert len(built) == 1 and built[0][:7] == ("model", "processor", "sample 0", "root", method, "out", 7)
+    assert type(built[0][7]).__name__ == "GroundingTask"
+    assert runs == [((), {"before": "before 0"}), (("sample 1", "root"), {"before": "before 1"})]
+
+
+def test_a_vote_only_job_takes_no_weight_snapshot(tmp_path, monkeypatch):
+    """Vote-only (`updates` false) changes no weight, so it keeps no host copy of the weights (7B: about 30 GB):
+    WeightSnapshot, stood in by a recorder, is never built; each sample's answer is its consensus vote, seeded
+    seed + index (3, 4), voted by the model and processor given, on the sample's row and image. Each sample's
+    seconds lie between 0 and the whole call's wall time."""
+    import time
+
+    from PIL import Image
+
+    from ttrl_bench.adaptation import per_sample
+
+    Image.new("RGB", (8, 6)).save(tmp_path / "a.png")
+    snapshots, votes = [], []
+    monkeypatch.setattr(per_sample, "WeightSnapshot", lambda model: snapshots.append(model))
+
+    def vote(model, processor, row, image, hp, params, seed):
+        votes.append((model, processor, row["id"], image.size, hp["num_generations"], params, seed))
+        return f"vote {seed}"
+
+    monkeypatch.setattr(per_sample, "consensus_vote", vote)
+    samples = pd.DataFrame({"id": ["a", "b"], "image": ["a.png", "a.png"], "prompt": ["Pa", "Pb"]})
+    method = {"hyperparameters": {"updates": False, "num_generations": 4}, "reward_params": {"k": 1}}
+    start = time.perf_counter()
+    outputs, log, seconds = per_sample.adapt_each_sample("model", "processor", samples, tmp_path, method,
+                                                         tmp_path, 3, 9)
+    wall = time.perf_counter() - start
+    assert (outputs, snapshots) == (["vote 3", "vote 4"], [])
+    assert votes == [("model", "processor", "a", (8, 6), 4, {"k": 1}, 3),
+                     ("model", "processor", "b", (8, 6), 4, {"k": 1}, 4)]
+    assert len(seconds) == 2 and all(0 <= s <= wall for s in seconds)
+    assert log.empty

@@ -22,6 +22,7 @@ import pytest
 from tests.adaptation.test_adaptation import _completions  # TRL's conversational completions of the texts
 from ttrl_bench.adaptation import reward_bridge
 from ttrl_bench.adaptation.reward_bridge import GroupReward, completion_text
+from transformers import Qwen2VLConfig
 
 
 def test_a_conversational_completion_joins_its_text_parts_and_drops_the_rest():
@@ -237,3 +238,54 @@ def test_t3rls_logged_pseudo_label_is_never_the_unreadable_answer():
     assert _t3rl_call(reward, ["junk", "junk", "junk", "(B)", "(B)"], ["x"] * 5) == [0.0, 0.0, 0.0, 1.0, 1.0]
     (record,) = reward.records
     assert (record["majority_fraction"], record["label_accuracy"], record["unparsable_fraction"]) == (0.4, 1.0, 0.6)
+
+
+
+def test_dares_uncertainties_run_the_policy_on_the_prompts_question_image_and_system(monkeypatch):
+    """The forward gets the row's question, image and system prompt, the group's completion ids and the
+    reward's micro-batch; its entropies are divided by log |V| of the text config (a Qwen2-VL config whose
+    text vocabulary is 64): log(64) / 2 -> 0.5, 2 log(64) -> 1 (clipped)."""
+    calls = []
+
+    def completion_entropies(*args, **kwargs):
+        calls.append((args, kwargs))
+        return [math.log(64) / 2, 2 * math.log(64)]
+
+    monkeypatch.setattr(reward_bridge, "completion_entropies", completion_entropies)
+    model = SimpleNamespace(config=Qwen2VLConfig(text_config={"vocab_size": 64}))
+    processor, image = object(), object()
+    fake = SimpleNamespace(policy=(model, processor), micro_batch=3, uncertainty_norm="vocab")
+    row = {"question": "What is shown?", "image": image, "system": "Answer briefly."}
+    assert GroupReward._uncertainties(fake, row, [[1, 2], [3]]) == pytest.approx([0.5, 1.0])
+    assert calls == [((model, processor, "What is shown?", image, [[1, 2], [3]]),
+                      {"system": "Answer briefly.", "micro_batch": 3})]
+
+
+def test_a_reward_that_needs_logprobs_gets_every_votes_token_statistics_and_the_image(monkeypatch):
+    """A `needs_logprobs` reward (docs/extending.md's hooks): the image column reaches the bridge's scoring (TRL's
+    columns keep it), the forward runs on the row's question, image and system with the group's completion ids,
+    and the reward is called with its token_logprobs and token_entropies as the forward returned them."""
+    from ttrl_bench.rewards.registry import Reward
+
+    calls, seen = [], []
+
+    def completion_token_statistics(*args, **kwargs):
+        calls.append((args, kwargs))
+        return [[-0.5, -1.0], [0.0]], [[0.2, 0.3], [0.0]]
+
+    def fn(answers, token_logprobs, token_entropies):
+        seen.append((answers, token_logprobs, token_entropies))
+        return [1.0, 0.0]
+
+    monkeypatch.setattr(reward_bridge, "completion_token_statistics", completion_token_statistics)
+    monkeypatch.setattr(reward_bridge, "get_reward", lambda name, **params: Reward(fn, needs_logprobs=True))
+    bridge = GroupReward("sees_the_model", {}, num_generations=2, micro_batch=3)
+    model, processor, image = object(), object(), object()
+    bridge.policy = (model, processor)
+    rewards = bridge(["p", "p"], ["A", "B"], completion_ids=[[1, 2], [3]], id=["s1", "s1"], answer=["A", "A"],
+                     question=["What is shown?"] * 2, image=[image, image], system=["Answer briefly."] * 2,
+                     options=[["one", "two"]] * 2)
+    assert rewards == [1.0, 0.0]
+    assert calls == [((model, processor, "What is shown?", image, [[1, 2], [3]]),
+                      {"system": "Answer briefly.", "micro_batch": 3})]
+    assert seen == [(["A", "B"], [[-0.5, -1.0], [0.0]], [[0.2, 0.3], [0.0]])]

@@ -17,7 +17,7 @@ from ttrl_bench.adaptation import placement
 from ttrl_bench.adaptation import trainer as trainer_module
 from ttrl_bench.adaptation.trainer import PlaceholderInRolloutError
 
-from tests.adaptation.test_adaptation_survivors import learning_rates  # the lr of each optimizer step under a schedule
+from tests.support.adaptation import learning_rates  # the lr of each optimizer step under a schedule
 
 
 def bare_trainer(**attrs) -> trainer_module.TestTimeGRPOTrainer:

@@ -23,7 +23,7 @@ from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.datasets.sampling import select_adaptation_samples
 from ttrl_bench.models.loading import load_model
 
-from tests.adaptation.test_adaptation_survivors import learning_rates  # the lr of each optimizer step under a schedule
+from tests.support.adaptation import learning_rates  # the lr of each optimizer step under a schedule
 
 # verl's lr in round r of 10 (warm-up int(0.03 x 10) = 0 rounds): 5e-7 x 0.5 x (1 + cos(pi r / 10)), the cosines
 # of 0, 18, 36, ... 162 degrees: 1, .9510565, .8090170, .5877853, .3090170, 0, -.3090170, ...
