@@ -8,7 +8,7 @@ import pytest
 import torch
 from PIL import Image
 
-from tests.adaptation.test_adaptation import _completions  # TRL's conversational completions of the texts
+from tests.support.adaptation import _completions  # TRL's conversational completions of the texts
 from ttrl_bench.adaptation import trainer as trainer_module
 from ttrl_bench.adaptation.hyperparameters import check_update
 from ttrl_bench.adaptation.echo import (
@@ -223,6 +223,7 @@ def test_equal_token_statistics_whiten_to_zero_and_an_unknown_echo_parameter_nam
     assert refused.value.args[0] == ("echo update: unknown parameter(s) ['kapa']; known: alpha, beta, s_max, mult_coeff, "
                                      "tail_window, confidence_topk, eps_min, eps_max, kappa, use_adaptive_clip")
     assert check_update({"alpha": 2.0})["alpha"] == 2.0 and check_update({})["kappa"] == 4.0
+
 
 def test_tail_confidence_is_clamped_and_kept_in_the_confidences_dtype_and_device():
     """As core_algos.py:228-229: the mean is clamped to [0, 1] and returned in the confidence's dtype on its

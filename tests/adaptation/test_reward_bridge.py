@@ -19,10 +19,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.adaptation.test_adaptation import _completions  # TRL's conversational completions of the texts
+from tests.support.adaptation import _completions  # TRL's conversational completions of the texts
 from ttrl_bench.adaptation import reward_bridge
 from ttrl_bench.adaptation.reward_bridge import GroupReward, completion_text
 from transformers import Qwen2VLConfig
+from ttrl_bench.adaptation.reward_bridge import SplitGroupError
 
 
 def test_a_conversational_completion_joins_its_text_parts_and_drops_the_rest():
@@ -289,3 +290,85 @@ def test_a_reward_that_needs_logprobs_gets_every_votes_token_statistics_and_the_
     assert calls == [((model, processor, "What is shown?", image, [[1, 2], [3]]),
                       {"system": "Answer briefly.", "micro_batch": 3})]
     assert seen == [(["A", "B"], [[-0.5, -1.0], [0.0]], [[0.2, 0.3], [0.0]])]
+
+
+def test_group_reward_parses_and_scores_each_group():
+    reward = GroupReward("majority_vote", {}, num_generations=4)
+    options = [["zero", "one", "two", "three"]] * 8
+    rewards = reward(
+        prompts=None,
+        completions=_completions(["A", "A", "B", "junk", "two", "C", "D", "C"]),
+        id=["x"] * 4 + ["y"] * 4,
+        options=options,
+        answer=["A"] * 4 + ["D"] * 4,
+    )
+    # group x: majority A; group y: "two" is option C, so C wins 3 to 1
+    assert rewards == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0]
+    record = reward.records[0]
+    assert record["rollout_accuracy"] == pytest.approx((2 / 4 + 1 / 4) / 2)
+    assert record["majority_fraction"] == pytest.approx((2 / 4 + 3 / 4) / 2)
+    assert record["unparsable_fraction"] == pytest.approx((1 / 4 + 0) / 2)
+    # the majority answer is right in x (A, gold A), wrong in y (C, gold D): the authors' label_accuracy
+    assert record["label_accuracy"] == pytest.approx((1 + 0) / 2)
+
+
+@pytest.mark.parametrize("unparsable, majority, label_right", [
+    # "junk", "7", "7?" are unparsable: with the authors' convention "" wins the vote 3 to 1 (ratio 3/4)
+    # and is never right; with no_reward the label is A, the only parsed answer (1 of 4 votes), right
+    ("answer", 3 / 4, 0.0),
+    ("no_reward", 1 / 4, 1.0),
+])
+def test_logged_pseudo_label_follows_the_reward_convention(unparsable, majority, label_right):
+    reward = GroupReward("majority_vote", {"unparsable": unparsable}, num_generations=4)
+    reward(prompts=None, completions=_completions(["junk", "A", "7", "7?"]), id=["x"] * 4,
+           options=[["zero", "one", "two", "three"]] * 4, answer=["A"] * 4)
+    assert reward.records[0]["majority_fraction"] == pytest.approx(majority)
+    assert reward.records[0]["label_accuracy"] == label_right
+
+
+def test_dare_logs_its_pseudo_label_among_parsed_answers():
+    """DARE gives unparsable answers no mass (voting.dare), so its logged pseudo-label is the majority of the
+    parsed answers; TTRV's preset keeps the authors' convention, where "" may win the vote."""
+    assert GroupReward("dare", {}, num_generations=4).unparsable == "no_reward"
+    assert GroupReward("ttrv", {}, num_generations=4).unparsable == "answer"  # the authors' code
+
+
+def test_split_group_is_refused():
+    reward = GroupReward("ttrv", {}, num_generations=4)
+    with pytest.raises(SplitGroupError, match="mix prompts"):
+        reward(prompts=None, completions=_completions(["A"] * 4), id=["x", "x", "y", "y"],
+               options=[["a", "b", "c", "d"]] * 4, answer=["A"] * 4)
+    with pytest.raises(SplitGroupError, match="multiple of N=4"):
+        reward(prompts=None, completions=_completions(["A"] * 6), id=["x"] * 6,
+               options=[["a", "b", "c", "d"]] * 6, answer=["A"] * 6)
+
+
+def test_the_reward_votes_on_every_rollout_and_rewards_the_trained_ones():
+    """Vote on 8, train on the first 4 (TTRV logs: 32 / 16). Over the 8 votes B wins 5 to 3, so the
+    trained A's get 0; voting on the 4 trained alone would have made A the label. Each trained row
+    brings the one extra vote sampled from its prompt next to it (trainer._generate)."""
+    reward = GroupReward("majority_vote", {}, num_generations=4)
+    trained = ["A", "A", "A", "B"]
+    rewards = reward(prompts=None, completions=_completions(trained), id=["x"] * 4,
+                     options=[["a", "b", "c", "d"]] * 4, answer=["B"] * 4, extra_votes=[["B"]] * 4,
+                     extra_vote_ids=[[[1]]] * 4, completion_ids=[[1]] * 4)
+    assert rewards == [0.0, 0.0, 0.0, 1.0]
+    assert reward.records[0]["votes"] == 8
+    assert reward.records[0]["majority_fraction"] == pytest.approx(5 / 8)
+    assert reward.records[0]["rollout_accuracy"] == pytest.approx(5 / 8)
+    # group y: 4 trained B's and 4 extra C's tie; a tie goes to the answer seen first (TTRL's
+    # Counter.most_common): the trained ones come first, so B is the label
+    rewards = reward(prompts=None, completions=_completions(trained + ["B"] * 4), id=["x"] * 4 + ["y"] * 4,
+                     options=[["a", "b", "c", "d"]] * 8, answer=["B"] * 8,
+                     extra_votes=[["B"]] * 4 + [["C"]] * 4, extra_vote_ids=[[[1]]] * 8, completion_ids=[[1]] * 8)
+    assert rewards == [0.0, 0.0, 0.0, 1.0] + [1.0] * 4
+
+
+def test_group_rewards_sit_on_a_2_to_the_minus_16_grid():
+    """TTRV with alpha = 0.75 on A A A B: p(A) = 3/4, H = -(3/4 ln 3/4 + 1/4 ln 1/4) = 0.562335 nats,
+    r = p - 0.75 H = 0.328249 (A), -0.171751 (B); rounded to multiples of 2^-16: 21512 / 65536 and
+    -11256 / 65536, so that TRL's float32 group mean of equal rewards is exact."""
+    reward = GroupReward("ttrv", {}, num_generations=4)
+    rewards = reward(prompts=None, completions=_completions(["A", "A", "A", "B"]), id=["x"] * 4,
+                     options=[["a", "b", "c", "d"]] * 4, answer=["A"] * 4)
+    assert rewards == [21512 / 65536] * 3 + [-11256 / 65536]

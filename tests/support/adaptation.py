@@ -29,3 +29,8 @@ def tiny_llama(seed: int = 0) -> LlamaForCausalLM:
     torch.manual_seed(seed)
     return LlamaForCausalLM(LlamaConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                                         num_attention_heads=2, num_key_value_heads=2, vocab_size=64))
+
+
+def _completions(texts):
+    """TRL's conversational completions of the texts: one assistant message each."""
+    return [[{"role": "assistant", "content": t}] for t in texts]
