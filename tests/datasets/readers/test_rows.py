@@ -1,4 +1,4 @@
-"""Issue 39: the mutmut survivors of datasets/readers/rows.py (the per-row readers).
+"""datasets/readers/rows.py: the per-row readers.
 
 Each test calls one reader directly with a hand-built row in the layout of the benchmark named in its docstring
 (registry `evidence=` strings; the git mirrors of lmms-eval, MathVista, LogicVista, VisionReasoner) and the field
