@@ -1,24 +1,32 @@
-"""The TTRV authors' verl logs: the importer, the shipped rows, and the provenance of published cells.
+"""The TTRV authors' verl logs (results/author_logs.py): the importer and the shipped rows.
 
 Every expected number is read by hand from the named log in Akshit21112002/TTRV (verl/logs/...):
 validation accuracy = sum over the validation batches of [ground_truth_ratio] x batch size / items,
 with the batch size the one that makes every batch's count whole (e.g. 0.4033... x 300 = 121).
+
+The parse_log, import_logs and write_shipped tests at the end: every input is the shipped excerpt of
+verl/logs/mathvista/mathvista_20_OpenGVLab_InternVL3-8B_2e_0914_022748.log
+(Akshit21112002/TTRV), its real lines changed where a test says so, or real lines of other logs of that
+mirror; the `_batch_sizes` and `_step_values` cases are small hand-made inputs. Every expected value is
+read from a named log line or worked out by hand in the docstring.
+(The excerpt as read by hand: tests/support/results.py.)
 """
 
+import gzip
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from ttrl_bench.results import paper_tables as pt
 from ttrl_bench.results.author_logs import AuthorLogError, parse_log, shipped_runs, shipped_steps
-from ttrl_bench.results.provenance import flag_counts, provenance
-from ttrl_bench.results.store import PUBLISHED_CSV, ingest, read_table
+from ttrl_bench.results.author_logs import AUTHOR_RUNS_CSV, AUTHOR_STEPS_CSV, RUN_COLUMNS, import_logs, write_shipped
+from ttrl_bench.results.store import ingest, read_table
 
-# verl/logs/mathvista/mathvista_20_OpenGVLab_InternVL3-8B_2e_0914_022748.log, the prompt / response
-# text and other actors' lines left out (41 kB of its 209 kB); ANSI codes and tqdm \r kept
-EXCERPT = Path(__file__).parents[1] / "data" / "mathvista_20_OpenGVLab_InternVL3-8B_2e_0914_022748.excerpt.log"
-PUBLISHED = pd.read_csv(PUBLISHED_CSV)
+from tests.support.results import EXCERPT, _text
+from tests.support.results import P, _clean, _line, _same_row, _sub, _write
+
+
 RUNS = shipped_runs().set_index("file")
 
 
@@ -42,10 +50,6 @@ def test_excerpt_parses_to_the_numbers_of_its_lines():
     assert steps.loc[0, ["train/label_accuracy", "train/majority_ratio"]].tolist() == [0.429, 0.634]
     assert steps.loc[3, "response_length/mean"] == 11.545
     assert not [c for c in steps if c.startswith("val")]  # validation keys belong to the run row
-
-
-def _text() -> str:
-    return EXCERPT.read_bytes().decode()  # as written: tqdm's bare \r kept
 
 
 def _corrupt(tmp_path, text: str, name: str = "corrupted.log") -> Path:
@@ -138,62 +142,6 @@ def test_ingest_loads_the_authors_runs(tmp_path):
     assert read_table(db, "author_runs").set_index("file").loc[HAND_READ[0][0], "rounds"] == 10
 
 
-@pytest.fixture(scope="module")
-def cell_logs():
-    return provenance(PUBLISHED, shipped_runs())
-
-
-@pytest.fixture(scope="module")
-def cells(cell_logs):
-    return cell_logs.set_index(["table", "model", "method", "dataset", "metric"])
-
-
-def test_provenance_of_published_cells(cells):
-    # TTRV Table 2 AI2D InternVL3-2B 67.75: the 20-epoch run, best of 2 / 5 / 10 / 20 epochs (47.26 at 2)
-    ai2d = cells.loc[(2, "InternVL3-2B", "ttrv", "AI2D", "acc")]
-    assert ai2d["log_file"] == "ai2d_20_OpenGVLab_InternVL3-2B_20e_0917_014128.log"
-    assert ai2d["selected_on_test"] and ai2d["epochs_tried"] == "2,5,10,20" and not ai2d["subset_metric"]
-    # MathVerse InternVL3-2B zero-shot 44.10 is verl's mean@1; the accuracy is 43.20
-    mathverse = cells.loc[(2, "InternVL3-2B", "zero-shot", "MathVerse", "acc")]
-    assert mathverse["subset_metric"] and mathverse["log_accuracy"] == pytest.approx(100 * 734 / 1699)
-    # ImageNet-S InternVL3-2B zero-shot 62.19: the log's 62.1986 truncated, not rounded
-    assert cells.loc[(1, "InternVL3-2B", "zero-shot", "ImageNet-S", "top1_acc"), "truncated"]
-    # Table 9 InternVL3-8B Resisc45 on 500 samples 93.82: the one 500-sample log collapsed to 24.60
-    resisc = cells.loc[(9, "InternVL3-8B", "ttrv-500-samples", "Resisc45", "top1_acc")]
-    assert resisc["log_disagrees"] and resisc["collapsed"] and pd.isna(resisc["log_accuracy"])
-    assert cells.loc[(1, "GPT-4o", "zero-shot", "ImageNet", "top1_acc"), "no_log"]
-    counts = flag_counts(cells.reset_index()).set_index("flag")["cells"]
-    assert counts["all TTRV cells"] == (PUBLISHED["paper"] == "ttrv").sum()
-
-
-def test_wilson_interval_at_mathvistas_490_items():
-    # p = 0.5, n = 490, z = 1.95996: half = z sqrt(0.25/490 + z^2/(4 490^2)) / (1 + z^2/490)
-    #   = 1.95996 x 0.0226761 / 1.0078397 = 0.044099: 45.59 .. 54.41, "±4.4"
-    low, high = pt.wilson(50.0, 490)
-    assert (low, high) == pytest.approx((45.590, 54.410), abs=0.002)
-    assert pt.half_width({"low": low, "high": high}) == " ±4.4"
-
-
-@pytest.mark.parametrize("ours, status", [
-    (50.0, "differs"),  # 45.6 .. 54.4: the paper's 58.26 outside
-    (58.0, "agrees"),   # 53.6 .. 62.3: the paper's 58.26 and the log's accuracy 57.76 inside
-    # centre 62.105, half 4.278: 57.83 .. 66.38 holds the paper's 58.26 (mean@1) but not the log's 57.76
-    (62.2, "differs"),
-])
-def test_status_needs_the_paper_and_the_log_inside_our_interval(cell_logs, ours, status):
-    runs = pd.DataFrame([{"run_id": "r", "model": "m", "method": "zero-shot", "train_dataset": "none",
-                          "target_dataset": "mathvista", "n_adapt": "20", "sampling": "random", "seed": 0,
-                          "metric": "accuracy", "value": ours, "n": 490}])
-    mine = pt.our_cells(PUBLISHED, runs, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {"m": "InternVL3-2B"},
-                        {"mathvista": "MathVista"})
-    comparison = pt.compare(PUBLISHED, mine, cell_logs)
-    cell = comparison[(comparison["table"] == 2) & (comparison["model"] == "InternVL3-2B")
-                      & (comparison["method"] == "zero-shot") & (comparison["dataset"] == "MathVista")].iloc[0]
-    assert cell["paper_value"] == 58.26 and cell["log_accuracy"] == pytest.approx(100 * 283 / 490)
-    assert cell["status"] == status
-    assert pt.fidelity_summary(comparison).iloc[-1][status.replace(" ", "_")] >= 1
-
-
 def test_training_curves_draw_ours_beside_the_authors(tmp_path):
     from ttrl_bench.results import figures
 
@@ -228,192 +176,195 @@ def test_import_author_logs_command_writes_both_files_or_refuses(tmp_path, caplo
     assert "cut.log:1: " in caplog.text
 
 
-# --- provenance flags at their boundaries (issue 39) ----------------------------------------------------------
-
-def test_collapsed_is_a_drop_of_more_than_10_points():
-    """final < initial - 10: 60 -> 50 (exactly 10 points) is not collapsed, 60 -> 49.99 is; a gain never is."""
-    from ttrl_bench.results.provenance import log_runs
-
-    runs = pd.DataFrame({"file": ["a.log", "b.log", "c.log"], "model": "InternVL3-2B", "dataset": "ai2d",
-                         "initial_acc": [60.0, 60.0, 60.0], "final_acc": [50.0, 49.99, 75.0]})
-    assert log_runs(runs)["collapsed"].tolist() == [False, True, False]
+INITIAL, FINAL = 100 * 185 / 490, 100 * 197 / 490
 
 
-@pytest.mark.parametrize("value, published, how", [
-    (62.1986, 62.19, "truncated"),  # ImageNet-S InternVL3-2B zero-shot: the paper truncates
-    (62.1986, 62.20, "rounded"),
-    (62.1986, 62.18, None),
-    (67.92, 67.92, "rounded"),  # both readings agree: rounded first
-    (67.74999999999999, 67.75, "rounded"),  # 271/400 in binary: the 1e-9 keeps truncation at 67.75 too
-    (67.7599, 67.75, "truncated"),
-    (float("nan"), 67.75, None),
+# a validation pass of 3 batches: 0.4 x 200 + 0.36 x 200 + 0.4 x 90 = 80 + 72 + 36 = 188 of 490 (batch 200:
+# 0.36 = 9/25 needs a multiple of 25 in 164..244 (3 batches of 490): 175, 200, 225, and 200 is the roundest)
+EXTRA_PASS = "".join(f"{P}validation generation end\n{P}[ground_truth_ratio] {r}\n" for r in ("0.4", "0.36", "0.4"))
+
+
+def test_a_missing_config_key_is_named(tmp_path):
+    """Without the actor's `'ppo_epochs': 1,` (line 24; the critic's at line 114 stays):
+    'nokey.log: verl's config has no key 'ppo_epochs''."""
+    path = _write(tmp_path, _sub(_text(), _line(24), ""), "nokey.log")
+    with pytest.raises(AuthorLogError, match=re.escape(f"{path}: verl's config has no key 'ppo_epochs'")):
+        parse_log(path)
+
+
+def test_a_ratio_line_before_any_validation_is_no_validation_ratio(tmp_path):
+    """A training batch's `[ground_truth_ratio] 0.28125` (the excerpt's first training ratio, after step:0)
+    moved before the first `validation generation end`: not counted; the row is the clean one."""
+    path = _write(tmp_path, _sub(_text(), _line(199), _line(199) + f"{P}[ground_truth_ratio] 0.28125\n"))
+    _same_row(parse_log(path)[0])
+
+
+def test_the_first_line_of_a_log_is_read(tmp_path):
+    """`filter dataset len: 20` (line 195) moved to the top of the file: still the first of the two lengths
+    (20 kept for adaptation, 490 test items); the row is the clean one."""
+    text = _sub(_text(), _line(195), "")
+    _same_row(parse_log(_write(tmp_path, _line(195) + text))[0])
+
+
+def test_validation_passes_between_steps_and_after_the_initial_dict(tmp_path):
+    """A 188-of-490 pass (EXTRA_PASS) before step:2 (line 282) and one between the Initial dict and step:0
+    (line 260): passes are initial (185), 188, 188, final (197): initial_acc 185/490, final_acc 197/490."""
+    text = _sub(_text(), _line(282), EXTRA_PASS + _line(282))
+    text = _sub(text, _line(260), EXTRA_PASS + _line(260))
+    row, _ = parse_log(_write(tmp_path, text))
+    assert row["initial_acc"] == pytest.approx(INITIAL) and row["final_acc"] == pytest.approx(FINAL)
+
+
+def test_a_pass_at_the_end_of_the_log_is_the_last(tmp_path):
+    """A 188-of-490 pass appended after the Final dict, closed by no step or dict line: it is the last pass
+    printed, so final_acc = 100 x 188 / 490; initial_acc stays 185/490."""
+    row, _ = parse_log(_write(tmp_path, _text() + EXTRA_PASS))
+    assert row["initial_acc"] == pytest.approx(INITIAL) and row["final_acc"] == pytest.approx(100 * 188 / 490)
+
+
+def test_an_incomplete_log_names_its_last_line(tmp_path):
+    """The excerpt cut after step:4 (line 325, the Final dict gone): 'cut.log:325: incomplete log (dataset
+    lengths [20, 490], total steps 4, 2 validation passes, dicts ['Initial'])'."""
+    path = _write(tmp_path, "\n".join(_text().split("\n")[:325]) + "\n", "cut.log")
+    message = (f"{path}:325: incomplete log (dataset lengths [20, 490], total steps 4, 2 validation passes, "
+               "dicts ['Initial'])")
+    with pytest.raises(AuthorLogError, match=re.escape(message)):
+        parse_log(path)
+
+
+@pytest.mark.parametrize("line, what", [
+    (199, "total steps None, 2 validation passes"),  # `Total training steps: 4` removed
+    (197, "dataset lengths [20], total steps 4"),  # `filter dataset len: 490` removed
 ])
-def test_a_published_value_matches_a_log_truncated_or_rounded_to_two_decimals(value, published, how):
-    from ttrl_bench.results.provenance import _matches, _two_decimals
-
-    assert _matches(value, published) == how
-    assert _two_decimals(67.74999999999999) == (67.75, 67.75)
-    assert _two_decimals(62.1986) == (62.19, 62.2)
-
-
-def test_provenance_layout_lists_the_cells_a_log_gave_with_its_value_run_and_flags(cell_logs):
-    """TTRV Table 2 as `render-tables` writes its authors' log section. MathVerse InternVL3-2B
-    zero-shot: the log's mean@1 44.1026 is the paper's 44.10, its accuracy 734/1699 = 43.2019; the run
-    is 20 samples x 2 epochs on 4 GPUs, 10 rounds, 40 optimizer steps. Ours 45.00 over 1,699 items:
-    Wilson half ~ 1.96 sqrt(0.45 x 0.55 / 1699) = 2.37, "±2.4", 42.65 .. 47.38 holds 44.10 and 43.20."""
-    runs = pd.DataFrame([{"run_id": "r", "model": "m", "method": "zero-shot", "train_dataset": "none",
-                          "target_dataset": "mathverse", "n_adapt": "20", "sampling": "random", "seed": 0,
-                          "metric": "accuracy", "value": 45.0, "n": 1699}])
-    mine = pt.our_cells(PUBLISHED, runs, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {"m": "InternVL3-2B"},
-                        {"mathverse": "MathVerse"})
-    comparison = pt.compare(PUBLISHED, mine, cell_logs)
-    table2 = comparison[(comparison["paper"] == "ttrv") & (comparison["table"] == 2)]
-    logs = pt.provenance_layout(table2).set_index(["model", "method", "dataset"])
-    # one row per cell a log speaks to (a log_file), none for the others (GPT-4o, ...)
-    with_log = table2[table2["log_file"].notna()]
-    assert 0 < len(with_log) < len(table2)
-    assert sorted(logs.index) == sorted(zip(with_log["model"], with_log["method"], with_log["dataset"]))
-    assert list(logs.reset_index().columns) == ["model", "method", "dataset", "paper", "authors' log", "log run",
-                                                "log file", "flags", "ours", "status"]
-    mathverse = logs.loc[("InternVL3-2B", "zero-shot", "MathVerse")]
-    assert mathverse.to_dict() == {
-        "paper": "44.10", "authors' log": "44.103 (mean@1; accuracy 43.202)",
-        "log run": "20 samples, 2 epochs (of 2,5,10,20), 4 GPUs: 10 rounds, 40 optimizer steps",
-        "log file": "mathverse_20_OpenGVLab_InternVL3-2B_2e_0916_154833.log", "flags": "subset_metric",
-        "ours": "45.00 ±2.4", "status": "agrees"}
-    # AI2D InternVL3-2B ttrv 67.75: the accuracy itself (no "; accuracy"), best of 4 epoch settings, not run by us
-    ai2d = logs.loc[("InternVL3-2B", "ttrv", "AI2D")]
-    assert (ai2d["authors' log"], ai2d["flags"], ai2d["ours"], ai2d["status"]) == (
-        "67.751 (accuracy)", "selected_on_test", "–", "not run")
-    assert ai2d["log run"] == "20 samples, 20 epochs (of 2,5,10,20), 4 GPUs: 100 rounds, 400 optimizer steps"
-    # a flagless cell shows "–"; a comparison without provenance columns has no log rows
-    assert logs.loc[("InternVL3-2B", "zero-shot", "AI2D"), "flags"] == "–"
-    plain = pt.compare(PUBLISHED, mine)
-    assert pt.provenance_layout(plain).empty and list(pt.provenance_layout(plain).columns) == list(
-        logs.reset_index().columns)
+def test_a_log_without_steps_total_or_test_length_is_incomplete(tmp_path, line, what):
+    """One line removed: the log is refused as incomplete, naming what is missing."""
+    path = _write(tmp_path, _sub(_text(), _line(line), ""))
+    with pytest.raises(AuthorLogError, match=re.escape(what)):
+        parse_log(path)
 
 
-def test_only_accuracy_cells_of_ttrv_and_zero_shot_look_for_a_log():
-    """A log gives one run's accuracy: TTRV Table 11's std over seeds (method ttrv, metric acc_std) comes
-    from no log even when its value equals a log's (67.75, AI2D InternVL3-2B's 20-epoch run), and
-    neither does another method's accuracy; the same value as acc is matched to that log."""
-    cell = {"paper": "ttrv", "table": 11, "model": "InternVL3-2B", "dataset": "AI2D", "value": 67.75}
-    published = pd.DataFrame([{**cell, "method": "ttrv", "metric": "acc_std"},
-                              {**cell, "method": "ttrl", "metric": "acc"},
-                              {**cell, "method": "ttrv", "metric": "acc"}])
-    rows = provenance(published, shipped_runs())
-    assert rows["no_log"].tolist() == [True, True, False]
-    assert rows["log_file"][:2].isna().all()
-    assert rows.loc[2, "log_file"] == "ai2d_20_OpenGVLab_InternVL3-2B_20e_0917_014128.log"
-    assert rows.loc[2, "log_metric"] == "accuracy" and not rows.loc[2, "log_disagrees"]
+def test_no_batch_size_fits_is_refused(tmp_path):
+    """The first initial ratio 0.395 (line 206) made 0.3951 = 3951/10000 (3951 = 3^2 x 439, prime to 10000):
+    no batch size up to 490 makes it whole: 'odd.log: no validation batch size splits 490 items into 3 batches'."""
+    path = _write(tmp_path, _sub(_text(), "[ground_truth_ratio] 0.395\n", "[ground_truth_ratio] 0.3951\n"), "odd.log")
+    with pytest.raises(AuthorLogError, match=re.escape(f"{path}: no validation batch size splits 490 items into 3 "
+                                                       "batches of whole counts")):
+        parse_log(path)
 
 
-def _log(file, dataset, epochs, initial, final, initial_reported, final_reported, n_adapt=20):
-    return {"file": file, "model": "InternVL3-2B", "dataset": dataset, "n_adapt": n_adapt, "epochs": epochs,
-            "initial_acc": initial, "final_acc": final, "initial_reported": initial_reported,
-            "final_reported": final_reported, "n_gpus": 4, "rounds": 10, "optimizer_steps": 40}
+def test_without_acc_mean_at_1_nothing_is_reported(tmp_path):
+    """The dicts' `'val-aux/GPQA-TTT/acc/mean@1'` (lines 239, 342) renamed `.../acc/mean@4`: no key matches
+    val-*/.../acc/mean@1: reported_key, initial_reported and final_reported are None."""
+    text = _text().replace("acc/mean@1'", "acc/mean@4'")
+    assert text.count("acc/mean@4'") == 2
+    row, _ = parse_log(_write(tmp_path, text))
+    assert (row["reported_key"], row["initial_reported"], row["final_reported"]) == (None, None, None)
 
 
-# hand-made logs: per dataset, the epoch settings of one run on 20 samples (and AI2D's on 500)
-LOGS = pd.DataFrame([
-    _log("a2.log", "ai2d", 2, 40.0, 50.0, 41.0, 70.0),
-    _log("a5.log", "ai2d", 5, 40.0, 70.0, 41.0, 45.0),
-    _log("a500.log", "ai2d", 2, 42.0, 20.0, 43.0, 21.0, n_adapt=500),  # 42 -> 20: collapsed
-    _log("d2.log", "dtd", 2, 40.0, 50.0, 41.0, 30.0),
-    _log("d5.log", "dtd", 5, 40.0, 70.0, 41.0, 31.0),
-    _log("v2.log", "mathvista", 2, 40.0, 30.0, 41.0, 55.0),
-    _log("v5.log", "mathvista", 5, 40.0, 60.0, 41.0, 40.0),
-])
+def test_a_repeated_step_keeps_its_last_line(tmp_path):
+    """step:1 (line 271) printed again with train/label_accuracy 0.5 instead of 0.429: one row per step
+    (1, 2, 3, 4), step 1's the later line's 0.5; the run's rounds and optimizer steps are the clean log's (4
+    rounds: a step printed twice is one round)."""
+    second = _line(271).replace("train/label_accuracy:0.429", "train/label_accuracy:0.5")
+    row, steps = parse_log(_write(tmp_path, _sub(_text(), _line(271), _line(271) + second)))
+    assert steps["step"].tolist() == [1, 2, 3, 4]
+    assert steps.loc[steps["step"] == 1, "train/label_accuracy"].tolist() == [0.5]
+    clean = _clean()[0]
+    assert (row["rounds"], row["optimizer_steps"]) == (4, clean["optimizer_steps"]) and clean["rounds"] == 4
 
 
-@pytest.mark.parametrize("method, dataset, value, expected", [
-    # 70 is a5's accuracy and a2's mean@1: accuracy wins; best of a2 / a5's accuracies (50, 70): selected
-    ("ttrv", "AI2D", 70.0, dict(log_file="a5.log", log_metric="accuracy", subset_metric=False, selected_on_test=True)),
-    # d2's accuracy 50 is not the best accuracy (d5: 70), though above both mean@1s (30, 31): not selected
-    ("ttrv", "DTD", 50.0, dict(log_file="d2.log", log_metric="accuracy", selected_on_test=False)),
-    # v2's mean@1 55 is the best mean@1 (v5: 40), though not the best accuracy (60): selected, subset_metric
-    ("ttrv", "MathVista", 55.0, dict(log_file="v2.log", log_metric="mean@1", subset_metric=True, selected_on_test=True,
-                                     log_accuracy=30.0)),
-    # one epoch setting on 500 samples: nothing to select among; it collapsed (42 -> 20)
-    ("ttrv-500-samples", "AI2D", 20.0, dict(log_file="a500.log", selected_on_test=False, collapsed=True)),
-    # zero-shot reads the initial accuracy; the fewest samples, then epochs, first: a2; never selected / collapsed
-    ("zero-shot", "AI2D", 40.0, dict(log_file="a2.log", log_metric="accuracy", selected_on_test=False,
-                                     collapsed=False)),
-    ("zero-shot", "AI2D", 42.0, dict(log_file="a500.log", selected_on_test=False, collapsed=False)),
-    # no log gives 65: the nearest final accuracy (a5's 70; a2 50, a500 20), its accuracy not compared
-    ("ttrv", "AI2D", 65.0, dict(log_file="a5.log", log_metric="accuracy", log_value=70.0, log_disagrees=True,
-                                selected_on_test=False, no_log=False)),
-])
-def test_provenance_flags_of_hand_made_logs(method, dataset, value, expected):
-    published = pd.DataFrame([{"paper": "ttrv", "table": 2, "model": "InternVL3-2B", "method": method,
-                               "dataset": dataset, "metric": "acc", "value": value}])
-    row = provenance(published, LOGS).iloc[0]
-    assert {key: row[key] for key in expected} == expected
-    if expected.get("log_disagrees"):
-        assert pd.isna(row["log_accuracy"])
+def test_steps_frame_starts_with_the_file_and_sums_timing():
+    """The steps frame's first column is `file` (the excerpt's name on all 4 rows); train_seconds is the sum of
+    the 4 rounds' timing_s/step: 163.553 + 153.250 + 155.427 + 366.539 = 838.769."""
+    row, steps = _clean()
+    assert steps.columns[0] == "file" and steps["file"].tolist() == [EXCERPT.name] * 4
+    assert row["train_seconds"] == pytest.approx(838.769)
 
 
-def test_flag_counts_of_hand_made_logs():
-    """The 7 cells above, a cell no log covers (GPT-4o) and a VR-TTRL cell (not TTRV: left out). A log gives
-    the published value of 6 (all but the 65 the logs disagree with and GPT-4o's); selected on test: AI2D 70,
-    MathVista 55; subset_metric: MathVista 55; collapsed: the 500-sample AI2D 20; none truncated."""
-    cells = [("ttrv", "AI2D", 70.0), ("ttrv", "DTD", 50.0), ("ttrv", "MathVista", 55.0),
-             ("ttrv-500-samples", "AI2D", 20.0), ("zero-shot", "AI2D", 40.0), ("zero-shot", "AI2D", 42.0),
-             ("ttrv", "AI2D", 65.0)]
-    published = pd.DataFrame([{"paper": "ttrv", "table": 2, "model": "InternVL3-2B", "method": method,
-                               "dataset": dataset, "metric": "acc", "value": value} for method, dataset, value in cells]
-                             + [{"paper": "ttrv", "table": 2, "model": "GPT-4o", "method": "zero-shot",
-                                 "dataset": "AI2D", "metric": "acc", "value": 50.0},
-                                {"paper": "vr-ttrl", "table": 2, "model": "InternVL3-2B", "method": "zero-shot",
-                                 "dataset": "AI2D", "metric": "acc", "value": 40.0}])
-    from ttrl_bench.results.provenance import COLUMNS
-
-    rows = provenance(published, LOGS)
-    # the published columns, then COLUMNS in order; one row per TTRV cell, numbered from 0
-    assert list(rows.columns) == [*published.columns, *COLUMNS] and list(rows.index) == list(range(8))
-    assert rows["model"].tolist() == ["InternVL3-2B"] * 7 + ["GPT-4o"]
-    assert flag_counts(rows).to_dict("records") == [
-        {"flag": "log gives the published value", "cells": 6}, {"flag": "selected_on_test", "cells": 2},
-        {"flag": "subset_metric", "cells": 1}, {"flag": "truncated", "cells": 0}, {"flag": "collapsed", "cells": 1},
-        {"flag": "no_log", "cells": 1}, {"flag": "log_disagrees", "cells": 1}, {"flag": "all TTRV cells", "cells": 8}]
+def test_without_timing_train_seconds_is_none(tmp_path):
+    """Every ` - timing_s/step:...` item removed from the step lines: train_seconds None."""
+    text, count = re.subn(r" - timing_s/step:[0-9.]+", "", _text())
+    assert count == 4
+    assert parse_log(_write(tmp_path, text))[0]["train_seconds"] is None
 
 
-def test_exploratory_logs_are_left_out():
-    """RESISC45's online_plot runs and the _old_prompt runs give no cell, even one whose value they match."""
-    from ttrl_bench.results.provenance import log_runs
-
-    runs = pd.DataFrame([_log("resi45_20_online_plot.log", "resi45", 2, 40.0, 50.0, 41.0, 51.0),
-                         _log("resi45_20_old_prompt.log", "resi45", 2, 40.0, 50.0, 41.0, 51.0),
-                         _log("resi45_20_2e.log", "resi45", 2, 40.0, 60.0, 41.0, 61.0)])
-    assert log_runs(runs)["file"].tolist() == ["resi45_20_2e.log"]
-    published = pd.DataFrame([{"paper": "ttrv", "table": 1, "model": "InternVL3-2B", "method": "ttrv",
-                               "dataset": "Resisc45", "metric": "top1_acc", "value": 50.0}])
-    row = provenance(published, runs).iloc[0]
-    assert row["log_disagrees"] and row["log_file"] == "resi45_20_2e.log"
+def test_adaptation_set_nominal_and_kept(tmp_path):
+    """`filter dataset len: 20` (line 195) made 18 (two prompts over the length limit): n_adapt 20 from
+    .../data/mathvista_20/..., n_adapt_kept 18; the clean excerpt keeps all 20."""
+    assert _clean()[0]["n_adapt_kept"] == 20
+    row, _ = parse_log(_write(tmp_path, _sub(_text(), "filter dataset len: 20\n", "filter dataset len: 18\n")))
+    assert (row["n_adapt"], row["n_adapt_kept"]) == (20, 18)
 
 
-# --- start-up and card of a log (results/author_timing.py, issue 51) -------------------------------------------
-
-LOG_HEAD = (  # the shape of the authors' logs' first lines (ai2d_20_OpenGVLab_InternVL3-2B_2e_0916_235226.log)
-    "2025-09-16 23:52:40,101\tINFO worker.py:1942 -- Started a local Ray instance.\n"
-    "\x1b[36m(WorkerDict pid=1)\x1b[0m [rank0]:[W916 23:53:31.413058891 ProcessGroupNCCL.cpp:4561] barrier\n"
-    "\x1b[36m(WorkerDict pid=1)\x1b[0m Before building vllm rollout, memory allocated (GB): 1.95, memory reserved "
-    "(GB): 9.16, device memory used/total (GB): 9.80/47.37\n"
-    "\x1b[36m(WorkerDict pid=1)\x1b[0m WARNING 09-16 23:54:16 [topk_topp_sampler.py:69] FlashInfer is not available.\n"
-    "\x1b[36m(TaskRunner pid=2)\x1b[0m [prompt] <|im_start|>user<img>\n"
-    "WARNING 09-16 23:59:59 [later] after validation began: not start-up\n")
+def test_a_train_dir_without_a_count(tmp_path):
+    """train_files .../data/mathvista/train.parquet (line 139 without `_20`): dataset 'mathvista' and
+    n_adapt the kept count, 20."""
+    path = _write(tmp_path, _sub(_text(), "/data/mathvista_20/train.parquet", "/data/mathvista/train.parquet"))
+    row, _ = parse_log(path)
+    assert (row["dataset"], row["n_adapt"], row["n_adapt_kept"]) == ("mathvista", 20, 20)
 
 
-def test_a_logs_start_up_runs_from_its_launch_to_the_last_timestamp_before_validation():
-    """Launch 23:52:26 (the file name's 0916_235226); the last stamp before the first `[prompt]` is vLLM's
-    23:54:16 (glog's [W916 23:53:31 and Ray's 23:52:40 come earlier; 23:59:59 comes after): 110 s. The card's
-    total memory is verl's 47.37 GB. A name without a launch time, or a log without a stamp: None."""
-    from ttrl_bench.results.author_timing import card_memory_gb, launch_time, startup_seconds
+def test_model_is_the_last_path_component(tmp_path):
+    """The model path (line 39) 'OpenGVLab/InternVL3-8B' as a local checkout '/models/OpenGVLab/InternVL3-8B':
+    model 'InternVL3-8B'."""
+    text = _sub(_text(), "'path': 'OpenGVLab/InternVL3-8B'", "'path': '/models/OpenGVLab/InternVL3-8B'")
+    path = _write(tmp_path, text)
+    assert parse_log(path)[0]["model"] == "InternVL3-8B"
 
-    name = "ai2d_20_OpenGVLab_InternVL3-2B_2e_0916_235226.log"
-    assert str(launch_time(name, 2025)) == "2025-09-16 23:52:26"
-    assert startup_seconds(LOG_HEAD, name) == 110.0
-    assert startup_seconds(LOG_HEAD.split("WARNING 09-16 23:54")[0], name) == 65.0  # then glog's 23:53:31
-    assert launch_time("mathverse_20_OpenGVLab_InternVL3-8B_2e_0912_050407_old_prompt.log", 2025).hour == 5
-    assert startup_seconds(LOG_HEAD, "no_time.log") is None and startup_seconds("no stamps\n", name) is None
-    assert card_memory_gb(LOG_HEAD) == 47.37 and card_memory_gb("nothing") is None
+
+def test_config_arithmetic(tmp_path):
+    """The excerpt's config changed: nnodes 2 (line 174), the actor's ppo_epochs 2 (line 24) and
+    ppo_mini_batch_size 2 (line 28), `Total training steps: 112` (line 199), no n_vote (line 69).
+    n_gpus = 7 x 2 = 14; optimizer_steps = 4 rounds x (7 // 2 = 3) x 2 = 24; warmup_rounds = int(0.03 x 112 =
+    3.36) = 3; votes = rollout n = 16."""
+    text = _sub(_text(), "'nnodes': 1,", "'nnodes': 2,")
+    text = _sub(text, "'ppo_epochs': 1,", "'ppo_epochs': 2,")
+    text = _sub(text, "'ppo_mini_batch_size': 1,", "'ppo_mini_batch_size': 2,")
+    text = _sub(text, "Total training steps: 4", "Total training steps: 112")
+    text = _sub(text, _line(69), "")
+    row, _ = parse_log(_write(tmp_path, text))
+    assert [row[k] for k in ("n_gpus", "optimizer_steps", "warmup_rounds", "votes", "trained_rollouts")] == [
+        14, 24, 3, 16, 16]
+    assert all(type(row[k]) is int for k in ("n_gpus", "optimizer_steps", "warmup_rounds", "votes"))
+
+
+# --- import_logs ---------------------------------------------------------------------------------------------------
+
+def test_import_logs_sorts_by_file_name_and_numbers_steps(tmp_path):
+    """Two copies of the excerpt: a/zz.log and b/aa.log (path order zz first, name order aa first): runs in
+    name order aa, zz with RUN_COLUMNS; steps 4 + 4 rows numbered 0..7, aa's first."""
+    for folder, name in (("a", "zz.log"), ("b", "aa.log")):
+        (tmp_path / "logs" / folder).mkdir(parents=True)
+        (tmp_path / "logs" / folder / name).write_bytes(EXCERPT.read_bytes())
+    runs, steps = import_logs(tmp_path / "logs")
+    assert runs["file"].tolist() == ["aa.log", "zz.log"] and list(runs.columns) == RUN_COLUMNS
+    assert list(steps.index) == list(range(8))
+    assert steps["file"].tolist() == ["aa.log"] * 4 + ["zz.log"] * 4
+
+
+def test_import_logs_of_an_empty_tree_names_the_root(tmp_path):
+    """No *.log under the root: '<root>: no verl *.log files found'."""
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(AuthorLogError, match=re.escape(f"{tmp_path / 'empty'}: no verl *.log files found")):
+        import_logs(tmp_path / "empty")
+
+
+# --- write_shipped -------------------------------------------------------------------------------------------------
+
+def test_write_shipped_reproduces_the_shipped_bytes(tmp_path):
+    """The shipped tables written into a nested, not yet existing folder, twice (parents / exist_ok): both
+    files are byte for byte the shipped ones (no index, %.10g / %.6g floats, gzip with mtime 0)."""
+    out = tmp_path / "out" / "nested"
+    runs, steps = shipped_runs(), shipped_steps()
+    write_shipped(runs, steps, out)
+    write_shipped(runs, steps, out)
+    assert (out / "author_runs.csv").read_bytes() == AUTHOR_RUNS_CSV.read_bytes()
+    assert (out / "author_steps.csv.gz").read_bytes() == AUTHOR_STEPS_CSV.read_bytes()
+
+
+def test_write_shipped_float_formats(tmp_path):
+    """1e-07 in %.10g is '1e-07' (exponent -7 < -4); 1234567.0 in %.6g is '1.23457e+06' (exponent 6 >= 6
+    digits): lower-case e in both files."""
+    write_shipped(pd.DataFrame({"x": [1e-07]}), pd.DataFrame({"y": [1234567.0]}), tmp_path)
+    assert (tmp_path / "author_runs.csv").read_text() == "x\n1e-07\n"
+    assert gzip.decompress((tmp_path / "author_steps.csv.gz").read_bytes()).decode() == "y\n1.23457e+06\n"
