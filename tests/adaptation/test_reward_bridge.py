@@ -1,10 +1,9 @@
-"""Issue 39: adaptation/reward_bridge.py survivors of the sixth session's mutmut run (stopped unfinished: these
-are the functions it reached), by hand-worked values: TRL's conversational completions read as text, the
+"""adaptation/reward_bridge.py, by hand-worked values: TRL's conversational completions read as text, the
 per-process gather (one process: as is; more: each argument gathered, a dict per key, None kept), and the
 per-group training-log statistics at their branches (unparsable pooled or never voting, object lists compared
 key-order-free).
 
-The seventh run's `GroupReward` survivors (`__init__`, `_score`), through the reward TRL calls: DARE's
+`GroupReward` (`__init__`, `_score`), through the reward TRL calls: DARE's
 uncertainties (the bridge's defaults "vocab" and micro-batch 8, or its own "uncertainty" reward param; the policy's
 forward, a stand-in, run on the group's row and every vote's ids, extras included) in DARE's rewards; T3RL's texts
 and options (a rollout's claim checked against its option's text by the arithmetic verifier) and its verifier
@@ -108,7 +107,7 @@ def test_each_group_votes_with_its_own_extra_votes_and_logs_lengths_and_the_trai
     assert (record["step"], record["completion_length"], record["votes"]) == (7, 3.0, 2)
 
 
-# --- _score's reward paths and the record (seventh run's survivors) -------------------------------------------
+# --- _score's reward paths and the record -------------------------------------------------------------------
 
 def _policy(vocab_size: int):
     """A stand-in policy for DARE's forward: only its text config's vocabulary size is read (for the "vocab"

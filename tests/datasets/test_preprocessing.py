@@ -213,7 +213,7 @@ def test_sampling_n_at_and_just_over_the_split_size():
         select_adaptation_samples(split, 11, seed=0, strategy="biased-1")
 
 
-# --- mutation survivors of preprocessing.py and sampling.py (issue 39): every value worked out by hand ------------
+# --- preprocessing.py's and sampling.py's edges (issue 39): every value worked out by hand -----------------------
 
 def test_decode_verdict_decodes_every_pixel(tmp_path):
     """A whole PNG decodes ("kept"); the same PNG cut to its first 60 bytes keeps a valid header (the resolution

@@ -19,8 +19,6 @@ from tests.support.datasets import GOOD, THREE_IMAGES, counts, prepare, save
 
 
 GROUNDING_DROPS = {"original": 3, "kept": 2, "dropped": {"unreadable": 1}}  # VR-TTRL sets: no size filter
-
-
 REFCOCO_ENTRIES = ["refcoco", "refcoco-testA", "refcoco+", "refcoco+-testA", "refcocog", "refcocog-train"]
 
 

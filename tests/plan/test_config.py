@@ -10,8 +10,6 @@ import pytest
 
 
 REPO = Path(__file__).resolve().parents[2]
-
-
 DEMO_MODEL = {"demo": {"source": "results/models/demo", "build": "tiny-qwen2.5-vl"}}
 
 

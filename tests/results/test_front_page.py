@@ -5,7 +5,7 @@ import json
 
 from PIL import Image
 
-from tests.results.test_paper_tables import _eval_dir
+from tests.support.results import _eval_dir
 from ttrl_bench.cli import main
 from ttrl_bench.results.store import ingest
 

@@ -1,4 +1,4 @@
-"""Issue 39: results/store.py survivors of mutmut.
+"""results/store.py.
 
 What the store makes of each job's files, checked row by row and column by column: the `runs` row of an
 adapted run and of an old zero-shot run (OPTIONAL_RUN_COLUMNS absent), predictions and training logs of

@@ -21,11 +21,7 @@ def png(width=64, height=48, color=(200, 30, 30)) -> bytes:
 
 
 GOOD, LARGE, CORRUPT = png(), png(1200, 900), b"this is not an image"
-
-
 THREE_IMAGES = [GOOD, LARGE, CORRUPT]
-
-
 STANDARD_DROPS = {"original": 3, "kept": 1, "dropped": {"too_large": 1, "unreadable": 1}}
 
 
@@ -100,8 +96,6 @@ MATHVERSE_Q = ("What is the meaning of the highlighted segment?\nChoices:\nA:The
 # LogicVista's questions as Yijia-Xiao/LogicVista data/dataset.json writes them: no option lines;
 # options inline, or drawn in the image with the letters named in the question
 LOGICVISTA_IN_IMAGE = "What choice (A, B, C, or D) should be in place of the question mark that fits the pattern?"
-
-
 LOGICVISTA_INLINE = ("In 1996, total output from all fuels was 200TWh. If output for Nuclear in 2006 was twice that for "
                      "Coal in 1996, what was the output for Nuclear in 2006? Select from A, B, C, and D. (A) 140TWh "
                      "(B) 400TWh (C) 64TWh (D) 96TWh")
@@ -112,8 +106,6 @@ LOGICVISTA_SPAN = ("Which option from A-E should replace the question mark to fo
 
 
 LOGICVISTA_TWO = "Which choices in the image (A-D) belong to the green category?"
-
-
 LOGICVISTA_DIGITS = "Which is the correct answer according to the image? Select from 1-5"
 
 

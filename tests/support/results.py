@@ -9,7 +9,10 @@ at 271, 282, 293, 325 (timing_s/step 163.553, 153.250, 155.427, 366.539); a fina
 0.4111...: 85 + 75 + 37 = 197) before step:4; the Final dict from line 326 to the last line, 362.
 """
 
+import json
 from pathlib import Path
+
+import pandas as pd
 
 from ttrl_bench.results.author_logs import parse_log
 
@@ -51,3 +54,17 @@ def _clean():
 def _same_row(row: dict) -> None:
     clean = _clean()[0]
     assert {k: v for k, v in row.items() if k != "file"} == {k: v for k, v in clean.items() if k != "file"}
+
+
+def _eval_dir(root, model, method, train, target, n, metrics):
+    """One evaluation job's outputs as `evaluate` / `adapt-per-sample` write them."""
+    run_id = f"{model}/{method}/{train}/{target}/n{n}_random/seed0"
+    d = root / run_id
+    d.mkdir(parents=True)
+    (d / "metrics.json").write_text(json.dumps({
+        "run_id": run_id, "model": model, "method": method, "train_dataset": train, "target_dataset": target,
+        "n_adapt": n, "sampling": "random", "seed": 0, "metric": next(iter(metrics)), "value": next(iter(metrics.values())),
+        "n": 200, "n_unparsable": 0, "eval_seconds": 1.0, "config_hash": "h", "git_revision": "r", "versions": {},
+        "metrics": metrics}))
+    pd.DataFrame({"id": ["a"], "output": ["x"], "correct": [True]}).to_parquet(d / "predictions.parquet")
+    return d

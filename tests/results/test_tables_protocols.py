@@ -1,21 +1,14 @@
-"""Issue 39: the survivors of mutmut in results/tables.py.
+"""results/tables.py's comparisons: rescoring_table (the same generations scored by our parser and by the TTRV
+authors', verl mean@1 / mean@max) and protocol_table (runs under the "authors" and "clean" protocols side by
+side). Every expected value is worked out by hand from a frame built here, in the test's docstring."""
 
-Covers run_protocols (a run's protocol, PROVENANCE's "clean" where the store has none), rescoring_table
-(the same generations scored by our parser and by the TTRV authors', verl mean@1 / mean@max), protocol_table
-(runs under the "authors" and "clean" protocols side by side), preparation_table (TTRV Table 8's layout) and
-to_markdown. Every expected value is worked out by hand from a frame built here, in the test's docstring.
-"""
-
-import json
 import math
 
 import pandas as pd
 import pytest
 
-from ttrl_bench.results.tables import (method_table, preparation_table, protocol_table, rescoring_table,
-                                       run_protocols, to_markdown)
+from ttrl_bench.results.tables import protocol_table, rescoring_table
 
-from tests.results.test_tables import _run  # one method_table run row (model, method, train and target set, value, seed)
 
 OURS = "ours: our parser, accuracy"
 THEIRS = "the authors' parser, accuracy"
@@ -46,28 +39,6 @@ def _scores(ours, theirs, group, mean1=None, meanmax=None):
     if mean1 is not None:
         out["authors_mean@1"] = mean1
     return out
-
-
-# ---------------------------------------------------------------------------------------------------- run_protocols
-
-def test_run_protocols_reads_the_column_and_fills_missing_with_clean():
-    """protocol [NaN, "authors", None] at index 10, 20, 30 -> ["clean", "authors", "clean"], same index:
-    NaN / None are runs stored before protocols existed (PROVENANCE["protocol"] == "clean")."""
-    runs = pd.DataFrame({"protocol": [math.nan, "authors", None]}, index=[10, 20, 30])
-    got = run_protocols(runs)
-    assert got.tolist() == ["clean", "authors", "clean"]
-    assert got.index.tolist() == [10, 20, 30]
-
-
-def test_run_protocols_without_the_column_is_clean_for_every_run():
-    """No `protocol` column, 2 runs at index 5, 7 -> an object Series ["clean", "clean"] on index [5, 7]."""
-    runs = pd.DataFrame({"run_id": ["a", "b"]}, index=[5, 7])
-    pd.testing.assert_series_equal(run_protocols(runs), pd.Series(["clean", "clean"], index=[5, 7], dtype=object))
-
-
-def test_run_protocols_of_no_runs_is_empty():
-    """0 runs, no column -> an empty Series (nothing to fill)."""
-    assert run_protocols(pd.DataFrame()).empty
 
 
 # -------------------------------------------------------------------------------------------------- rescoring_table
@@ -263,89 +234,3 @@ def test_protocol_table_without_protocol_column_reads_nothing_else():
     it lacks: here it has no `metric` column either -> 0 rows, the 6 columns (no KeyError)."""
     table = protocol_table(pd.DataFrame({"model": ["m"], "method": ["ttrv"], "target_dataset": ["dtd"]}))
     assert list(table.columns) == PROTOCOL_COLUMNS and len(table) == 0
-
-
-# ------------------------------------------------------------------------------------------------ preparation_table
-
-def test_preparation_table_reads_only_ttrv_table8_first_value_and_unnamed_datasets():
-    """published (by hand): vr-ttrl Table 8 DTD n_original 1 and ttrv Table 1 DTD n_used 2 (other tables: ignored),
-    ttrv Table 8 DTD n_original 5640, n_used 5600 then a duplicate 5000 (the first, 5600, is kept; a mean would
-    be 5300). prep: "mystery" (not in dataset_names: its own name, no paper numbers), dropped "{}" -> "–";
-    "dtd" -> "DTD", dropped given as a dict {too_large: 39, unreadable: 1} -> "too_large 39, unreadable 1".
-    Sorted by dataset: dtd, mystery."""
-    published = pd.DataFrame([("vr-ttrl", 8, "DTD", "n_original", 1), ("ttrv", 1, "DTD", "n_used", 2),
-                              ("ttrv", 8, "DTD", "n_original", 5640), ("ttrv", 8, "DTD", "n_used", 5600),
-                              ("ttrv", 8, "DTD", "n_used", 5000)], columns=["paper", "table", "dataset", "metric", "value"])
-    prep = pd.DataFrame([{"dataset": "mystery", "original": 10, "kept": 10, "dropped": "{}"},
-                         {"dataset": "dtd", "original": 5640, "kept": 5600, "dropped": {"unreadable": 1, "too_large": 39}}])
-    table = preparation_table(prep, published, {"dtd": "DTD"})
-    assert list(table.columns) == ["dataset", "paper column", "original", "kept", "dropped", "paper original",
-                                   "paper used"]
-    dtd, mystery = table.to_dict("records")
-    assert dtd == {"dataset": "dtd", "paper column": "DTD", "original": 5640, "kept": 5600,
-                   "dropped": "too_large 39, unreadable 1", "paper original": 5640, "paper used": 5600}
-    assert [mystery[k] for k in ("dataset", "paper column", "original", "kept", "dropped")] == [
-        "mystery", "mystery", 10, 10, "–"]
-    assert pd.isna(mystery["paper original"]) and pd.isna(mystery["paper used"])
-
-
-def test_preparation_table_of_nothing_prepared_and_no_table8():
-    """No prep stats -> 0 rows with the 7 columns; a dataset with no TTRV Table 8 in `published` (only Table 1)
-    -> paper original / paper used blank; dropped '{"too_large": 2}' -> "too_large 2"."""
-    published = pd.DataFrame([("ttrv", 1, "DTD", "accuracy", 50.0)], columns=["paper", "table", "dataset", "metric",
-                                                                             "value"])
-    empty = preparation_table(pd.DataFrame(), published, {})
-    assert len(empty) == 0 and len(empty.columns) == 7
-    prep = pd.DataFrame([{"dataset": "dtd", "original": 3, "kept": 1, "dropped": json.dumps({"too_large": 2})}])
-    row = preparation_table(prep, published, {"dtd": "DTD"}).iloc[0]
-    assert (row["paper column"], row["dropped"]) == ("DTD", "too_large 2")
-    assert pd.isna(row["paper original"]) and pd.isna(row["paper used"])
-
-
-# ------------------------------------------------------------------------------------------------------ to_markdown
-
-def test_to_markdown_shows_the_index_by_default():
-    """A frame indexed by Model ("m") with dtd 40.0 -> by default the index is the first column:
-    "| Model | dtd |", "|---|---|", "| m | 40.00 |"; index=False leaves it out: "| dtd |", "| 40.00 |"."""
-    frame = pd.DataFrame({"dtd": [40.0]}, index=pd.Index(["m"], name="Model"))
-    assert to_markdown(frame).splitlines() == ["| Model | dtd |", "|---|---|", "| m | 40.00 |"]
-    assert to_markdown(frame, index=False).splitlines() == ["| dtd |", "|---|", "| 40.00 |"]
-
-
-def test_to_markdown_prints_none_as_a_dash_and_honours_digits():
-    """An object column holding None and "x" -> "–" and "x" (None is not a float); 1.23456 with digits=4 ->
-    "1.2346", 2.6 with digits=0 -> "3", an int 7 -> "7" whatever the digits, NaN -> "–"."""
-    frame = pd.DataFrame({"a": pd.Series([None, "x"], dtype=object), "b": [1.23456, math.nan]})
-    assert to_markdown(frame, index=False, digits=4).splitlines() == ["| a | b |", "|---|---|", "| – | 1.2346 |",
-                                                                     "| x | – |"]
-    assert to_markdown(pd.DataFrame({"v": [2.6], "n": [7]}), index=False, digits=0).splitlines()[2] == "| 3 | 7 |"
-
-
-def test_method_table_skips_a_model_without_zero_shot_averages_seeds_and_rounds_to_two_places():
-    """Model "a" has no zero-shot run: no rows for it, and model "b" after it is still laid out. b's zero-shot
-    is 40 on dtd and 70 on food (Mean 55); b's TTRV on dtd has seeds 50 and 51 (mean 50.5) and no in-domain food
-    run (a cross-dataset food run, 99, is not in Table 1), so its Mean is blank (NaN: a mean over the datasets
-    that exist would pretend one); 100/3 on food from DARE prints 33.33. The index is named "Model", the columns
-    unnamed."""
-    runs = pd.DataFrame([_run("a", "ttrv", "dtd", "dtd", 10.0),
-                         _run("b", "zero-shot", "none", "dtd", 40.0),
-                         _run("b", "zero-shot", "none", "food", 70.0),
-                         _run("b", "ttrv", "dtd", "dtd", 50.0), _run("b", "ttrv", "dtd", "dtd", 51.0, 1),
-                         _run("b", "ttrv", "dtd", "food", 99.0),
-                         _run("b", "dare", "dtd", "dtd", 40.0), _run("b", "dare", "food", "food", 100 / 3)])
-    table = method_table(runs)
-    assert list(table.index) == ["b", "w/ DARE", "Δ DARE", "w/ TTRV", "Δ TTRV"]
-    assert (table.index.name, table.columns.name, list(table.columns)) == ("Model", None, ["dtd", "food", "Mean"])
-    assert table.loc["b"].tolist() == [40.0, 70.0, 55.0]
-    # DARE: 40 and 33.33 (mean 36.666... -> 36.67); deltas 0, 33.333 - 70 = -36.666... -> -36.67, Mean -18.33
-    assert table.loc["w/ DARE"].tolist() == [40.0, 33.33, 36.67]
-    assert table.loc["Δ DARE"].tolist() == [0.0, -36.67, -18.33]
-    ttrv = table.loc["w/ TTRV"]
-    assert ttrv["dtd"] == 50.5 and math.isnan(ttrv["food"]) and math.isnan(ttrv["Mean"])
-    assert table.loc["Δ TTRV", "dtd"] == 10.5
-
-
-def test_method_table_of_no_runs_is_an_empty_table_indexed_by_model():
-    """No runs: an empty table whose index is named "Model" (the Markdown header's first cell)."""
-    table = method_table(pd.DataFrame(columns=["model", "method", "train_dataset", "target_dataset", "value"]))
-    assert table.empty and table.index.name == "Model"

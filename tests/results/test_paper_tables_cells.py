@@ -1,6 +1,7 @@
-"""Issue 39: results/paper_tables.py survivors of the seventh session's mutmut run over the whole module (the 1,064
-mutants the first run left out: _long_runs, _score_cells, our_cells, compare, layout, the notes, the writers,
-published_markers). Every expected value is worked out by hand from the frames built here."""
+"""results/paper_tables.py's parts one at a time, on frames built here: the summary line, the metric and
+provenance notes, the published markers, the flags, to_latex, layout, joined, the fidelity summary, _long_runs,
+_score_cells, Table 8's and Table 10's cells, our_cells' refusal and compare on an empty selection. Every
+expected value is worked out by hand from the frames built here."""
 
 from __future__ import annotations
 
