@@ -21,7 +21,7 @@ plant src/ttrl_bench/rewards/grounding.py "(iou > thresholds.iou)" "(iou >= thre
 plant src/ttrl_bench/evaluation/extraction.py $'        return checked(match.group(1))\n    lowered' $'        return match.group(1)\n    lowered' tests/evaluation/test_extraction.py "beyond"
 plant src/ttrl_bench/rewards/voting.py "rng.random() < 0.5" "rng.random() < 0.25" tests/rewards/test_voting.py "fair_coin"
 plant src/ttrl_bench/rewards/voting.py "w / total >= tau" "w / total > tau" tests/rewards/test_voting.py "pruning_threshold"
-plant src/ttrl_bench/adaptation/reward_bridge.py "group_rewards = [round(r * 2**16) / 2**16 for r in group_rewards]" "pass" tests/adaptation/test_adaptation.py "grid"
+plant src/ttrl_bench/adaptation/reward_bridge.py "group_rewards = [round(r * 2**16) / 2**16 for r in group_rewards]" "pass" tests/adaptation/test_reward_bridge.py "grid"
 plant src/ttrl_bench/adaptation/layout.py "per_step % generation and generation % per_step" "False" tests/adaptation/test_adaptation.py "neither_divides"
 plant src/ttrl_bench/results/paper_tables.py "    ours = ours.drop_duplicates(KEY)" "    pass" tests/results/test_paper_tables.py "repeats_a_key"
 rm -f "$backup"

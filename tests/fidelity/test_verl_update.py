@@ -67,7 +67,7 @@ def test_the_verl_advantages_skip_the_2_to_the_minus_16_grid():
     h = -(p * math.log(p) + (1 - p) * math.log(1 - p))
     raw = GroupReward("ttrv", {}, num_generations=4, reward_grid=False)(prompts=None, completions=completions, **columns)
     assert raw == pytest.approx([p - 0.75 * h] * 3 + [0.25 - 0.75 * h], abs=1e-15)
-    assert raw[0] != 21512 / 65536  # the grid's value (tests/adaptation/test_adaptation.py)
+    assert raw[0] != 21512 / 65536  # the grid's value (tests/adaptation/test_reward_bridge.py)
 
 
 def _one_prompt_of_16(demo_data, tiny_model_dir, tmp_path, monkeypatch, extra_hp: dict):

@@ -261,7 +261,7 @@ def test_render_tables_cli_writes_every_table(tmp_path):
             assert (tmp_path / "t" / f"{paper}_table{table}.{ext}").exists()
     fidelity = (tmp_path / "t" / "fidelity.md").read_text()
     assert "| total |  | 587 | 0 | 0 | 587 |" in fidelity
-    # the authors' logs give 49 of the 375 TTRV cells (tests/results/test_author_logs.py checks them one by one)
+    # the authors' logs give 49 of the 375 TTRV cells (tests/results/test_provenance.py checks them one by one)
     assert "| log gives the published value | 49 |" in fidelity and "| all TTRV cells | 375 |" in fidelity
     assert "0 of 126 cells agree" in (tmp_path / "t" / "ttrv_table1_layout.md").read_text()
 

@@ -83,6 +83,6 @@ def test_the_extending_guide_adds_a_method_and_a_local_dataset_that_dry_run_with
     assert "confident-majority" in dry.stdout and "my-quiz" in dry.stdout
     # step 5's fixture test, written by the guide, passes in the copy
     fixture = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-                              "tests/test_my_quiz.py"], cwd=work, env=env, capture_output=True, text=True)
+                              "tests/datasets/test_my_quiz.py"], cwd=work, env=env, capture_output=True, text=True)
     assert fixture.returncode == 0 and "1 passed" in fixture.stdout, fixture.stdout[-3000:] + fixture.stderr[-3000:]
     assert not os.path.exists(REPO / "my-quiz")  # the checkout untouched
