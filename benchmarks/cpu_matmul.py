@@ -1,6 +1,6 @@
 """GFLOPS of the three matmuls of a linear layer's training step on this CPU, fp32 against bf16, at
 InternVL3-2B's MLP width (1536 -> 8960) over 512 tokens: why the real-width rehearsal
-(tests/test_rehearsal.py) computes its 2-process round in fp32 and rehearses bf16 autocast on a short
+(tests/gpu_path/test_rehearsal.py) computes its 2-process round in fp32 and rehearses bf16 autocast on a short
 prompt only. One torch thread, as every job runs (cli.pin_numerics).
 
     python benchmarks/cpu_matmul.py     # prints a Markdown table; results: benchmarks/results/rehearsal.md

@@ -4,7 +4,7 @@
 #
 #   bash benchmarks/gpu_check.sh part1          # on the lent GPU: at most 590 s of command time (its limits)
 #   bash benchmarks/gpu_check.sh part2          # the same round with TRL's colocated vLLM, vLLM vs HF greedy
-#   bash benchmarks/gpu_check.sh --tiny part1   # the CPU rehearsal (tests/test_benchmarks.py runs it)
+#   bash benchmarks/gpu_check.sh --tiny part1   # the CPU rehearsal (tests/project/test_benchmarks.py runs it)
 #
 # Every number goes under $OUT (the device tool's folder that comes back; a temporary one elsewhere) as it
 # is measured: benchmarks/gpu.py appends one CSV row per finished job, each job in a process of its own,

@@ -9,8 +9,6 @@ from PIL import Image
 from ttrl_bench.datasets.prepare import load_manifest, prepare_dataset
 from ttrl_bench.models.tiny import build_demo_model
 
-REPO = Path(__file__).resolve().parents[1]
-
 # One torch thread in the test process, as in every job (cli.pin_numerics): the same numbers whether
 # pytest runs one worker or one per core, and workers that do not fight over the cores.
 torch.set_num_threads(1)
@@ -58,18 +56,3 @@ def tiny_model_dirs(tiny_model_dir, demo_data, scene_data, tmp_path_factory) -> 
     internvl = _tiny(demo_data, scene_data, tmp_path_factory.mktemp("models") / "tiny-internvl", "internvl")
     qwen3_vl = _tiny(demo_data, scene_data, tmp_path_factory.mktemp("models") / "tiny-qwen3-vl", "qwen3_vl")
     return {"qwen2_5_vl": tiny_model_dir, "internvl": internvl, "qwen3_vl": qwen3_vl}
-
-
-def free_ports(n: int = 1) -> list[int]:
-    """n distinct TCP ports the OS has free now (bound together to port 0, then released), so
-    tests that start servers (accelerate's rendezvous, slurmctld) never collide with another run."""
-    import socket
-
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()

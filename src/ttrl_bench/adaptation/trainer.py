@@ -239,7 +239,7 @@ class TestTimeGRPOTrainer(GRPOTrainer):
     def _generate(self, prompts: list):
         # one autocast region around the round: autocast caches its bf16 copies of the fp32 master weights
         # until the outermost region exits, so transformers' generate casts them once per round instead of
-        # at every decoded token (accelerate's per-forward autocast; issue 23 finding 7, tests/test_per_sample.py)
+        # at every decoded token (accelerate's per-forward autocast; issue 23 finding 7, tests/adaptation/test_per_sample.py)
         with generation_precision(self.model):
             try:
                 return self._generate_votes(prompts)

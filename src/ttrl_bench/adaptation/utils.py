@@ -93,7 +93,7 @@ def save_adapted(trainer, processor, out: Path, dtype: torch.dtype) -> None:
             state = model.state_dict()
         model.save_pretrained(out, state_dict={k: v.to(dtype) for k, v in state.items()})
         save_config_dtype(model.config, out, dtype)
-        kill_point("adapt-save")  # tests/test_resume.py: a kill with half the checkpoint written
+        kill_point("adapt-save")  # tests/workflow/test_resume.py: a kill with half the checkpoint written
         processor.save_pretrained(out)
         record_saved(out)  # last: what evaluation checks before it trusts the directory
     trainer.accelerator.wait_for_everyone()

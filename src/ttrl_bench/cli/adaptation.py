@@ -47,7 +47,7 @@ def cmd_adapt(args) -> None:
         import pandas as pd
 
         pd.DataFrame(train_log.attrs["verifications"]).to_parquet(out / "verifications.parquet", index=False)
-    kill_point("adapt-outputs")  # tests/test_resume.py: a kill between the job's outputs
+    kill_point("adapt-outputs")  # tests/workflow/test_resume.py: a kill between the job's outputs
     meta = {
         **run_identity(args, args.dataset, args.dataset),
         "adapt_seconds": seconds,

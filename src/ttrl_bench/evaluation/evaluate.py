@@ -126,7 +126,7 @@ def write_evaluation(predictions: pd.DataFrame, task, out_dir: Path, extra: dict
         **extra,
     }
     predictions.to_parquet(out_dir / "predictions.parquet", index=False)
-    kill_point("evaluate")  # tests/test_resume.py: a kill with one of the two outputs written
+    kill_point("evaluate")  # tests/workflow/test_resume.py: a kill with one of the two outputs written
     (out_dir / "metrics.json").write_text(json.dumps(summary, indent=2, default=str))
     log.info("%s %.2f on %d samples (%d unparsable)", primary, summary["value"], summary["n"], summary["n_unparsable"])
     return summary

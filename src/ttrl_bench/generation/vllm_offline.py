@@ -1,7 +1,7 @@
 """Greedy evaluation through vLLM's offline engine. The prompts are the ones the HF path builds
 (the processor's chat template), so both backends score the same text.
 
-Checked on vLLM's CPU build (tests/test_vllm_cpu.py: the greedy outputs of the tiny Qwen2.5-VL
+Checked on vLLM's CPU build (tests/gpu_path/test_vllm_cpu.py: the greedy outputs of the tiny Qwen2.5-VL
 equal transformers' `generate`); on a GPU, not yet (issue 14)."""
 
 from __future__ import annotations

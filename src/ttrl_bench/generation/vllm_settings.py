@@ -13,7 +13,7 @@ steps_per_generation, times n_votes / num_generations here for the vote expansio
 from __future__ import annotations
 
 # Defaults of the two config blocks; workflow/schemas/config.schema.yaml repeats them
-# (tests/test_vllm_settings.py keeps both equal).
+# (tests/generation/test_vllm_settings.py keeps both equal).
 EVALUATION_DEFAULTS = {
     # Prompt budget, image tokens included; the context is this + the task's max_new_tokens.
     # InternVL at 12 tiles of 448 px is 12 x 256 = 3,072 image tokens, the TTRV authors' AI2D

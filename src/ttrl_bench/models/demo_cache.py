@@ -41,7 +41,7 @@ def _plain(value):
 
 
 def recipe_key(rows: list[dict], image_file: Callable[[dict], Path], steps: int, seed: int, family: str) -> str:
-    """The recipe's hash: the same key, the same model bytes (the build is deterministic: tests/test_cli.py)."""
+    """The recipe's hash: the same key, the same model bytes (the build is deterministic: tests/cli/test_cli.py)."""
     digest = hashlib.sha256()
     for module in (tiny, tiny_families):
         digest.update(Path(module.__file__).read_bytes())

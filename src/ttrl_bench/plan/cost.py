@@ -68,7 +68,7 @@ MARGIN = 2.0
 # A forward under no_grad holds exactly the tensors its Python frames reference, with the same dtypes on
 # the CPU as on a GPU where no autocast changes them, so its trace is what the GPU allocates (the CUDA
 # context and the allocator's fragmentation only add). Checked, not fitted, on the one such point
-# measured (calibration.csv oom-hf-generate, test_plan_cost.py): the H100 failed asking 20 GiB with
+# measured (calibration.csv oom-hf-generate, tests/plan/test_cost.py): the H100 failed asking 20 GiB with
 # 55 GiB allocated; the trace's peak is that allocation, 54.83 GiB held + 20.02 GiB asked (InternViT's
 # GELU output over 1,280 tiles in fp32). Not yet measured: a prefill under bf16 autocast, where CUDA
 # keeps layer_norm outputs in fp32 and the CPU trace does not (this factor may be low there).

@@ -116,7 +116,7 @@ def ingest(db_path: Path, eval_dirs: list[Path], adapt_dirs: list[Path], data_di
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM frame")
             con.unregister("frame")
             counts[name] = len(frame)
-            kill_point("ingest")  # tests/test_resume.py: a kill with part of the store written
+            kill_point("ingest")  # tests/workflow/test_resume.py: a kill with part of the store written
     os.replace(tmp, db_path)
     log.info("ingested %s into %s", counts, db_path)
     return counts

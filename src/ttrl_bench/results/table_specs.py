@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# The (paper, table) pairs of published.csv in its order; tests/test_paper_tables.py checks the CSV.
+# The (paper, table) pairs of published.csv in its order; tests/results/test_paper_tables.py checks the CSV.
 PAPER_TABLES = [
     ("ttrv", 1), ("ttrv", 2), ("ttrv", 3), ("ttrv", 4), ("ttrv", 5), ("ttrv", 6), ("ttrv", 7), ("ttrv", 9),
     ("ttrv", 10), ("ttrv", 11), ("ttrv", 12), ("ttrv", 8),

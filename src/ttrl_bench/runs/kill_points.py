@@ -1,4 +1,4 @@
-"""Named moments a test can kill a run at (tests/test_resume.py), without racing its log."""
+"""Named moments a test can kill a run at (tests/workflow/test_resume.py), without racing its log."""
 
 from __future__ import annotations
 

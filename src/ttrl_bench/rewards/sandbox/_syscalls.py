@@ -12,7 +12,7 @@ clone without namespace flags, clone3 with ENOSYS): _seccomp.py writes those by 
 NUMBERS: (x86_64, aarch64), None where the call does not exist there; read from libseccomp 2.5.4
 (`seccomp_syscall_resolve_name_arch`), the calls after 452 from the kernel's own tables
 (arch/x86/entry/syscalls/syscall_64.tbl, include/uapi/asm-generic/unistd.h; Linux 6.13).
-tests/test_sandbox_seccomp.py checks them again against the libseccomp it finds.
+tests/rewards/sandbox/test_seccomp.py checks them again against the libseccomp it finds.
 """
 
 DOCKER_ALLOWED = (
