@@ -2,9 +2,9 @@
 (src/ttrl_bench/results/data/author_runs.csv, author_steps.csv.gz) through the plan's cost model at the log's
 model, GPU count, prompts per round, rounds and card, beside what the log measured.
 
-- Adaptation: predicted = the cost model's compute minutes (plan/cost.py runtime_minutes, the authors' preset:
-  32 votes, 16 trained, 1,024 new tokens, a KL reference, micro-batch 2, 1,280 image tokens: cost.py
-  IMAGE_TOKENS_FOR_MINUTES) scaled to the log's card, plus the
+- Adaptation: predicted = the cost model's minutes (plan/cost.py runtime_minutes, the authors' preset: 32 votes,
+  16 trained, 1,024 new tokens, a KL reference, micro-batch 2, 1,280 image tokens: FLOPs at the fitted rate plus
+  the weights' traffic, FLOP_RATE_FACTOR's comment) scaled to the log's card (compute and link), plus the
   median start-up; measured = the log's start-up (results/author_timing.py, from the raw log in the authors'
   repository where it is fetched, else the median) + its rounds' `timing_s/step` less its validation passes.
   Limit: what the plan would ask (cost.py MARGIN x (compute + the slowest start-up)). Also summarised: the same at
@@ -18,6 +18,9 @@ model, GPU count, prompts per round, rounds and card, beside what the log measur
 - Card: the log's rank-0 total memory (verl's `device memory used/total`): 47.4-47.5 GB -> A6000 48 GB,
   79.1 -> A100 80 GB.
 
+- Fit: cost.py's FLOP_RATE_FACTOR and TRAFFIC_GB_S are fitted on these logs (fit(), printed last); the replay then
+  checks their spread in sample.
+
     python benchmarks/plan_vs_logs.py [--repo BARE_GIT_DIR_OF_Akshit21112002/TTRV] [--out FILE.md]
 """
 
@@ -30,12 +33,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ttrl_bench.plan import memory
 from ttrl_bench.plan.cards import AUTHORS_CARD, CARDS, speed
 from ttrl_bench.models.families import image_tokens
-from ttrl_bench.plan.cost import MARGIN, STARTUP_MIN, STARTUP_SLOWEST_MIN, JobSettings, runtime_minutes
+from ttrl_bench.plan.cost import (FLOP_RATE_FACTOR, MARGIN, STARTUP_MIN, STARTUP_SLOWEST_MIN, TRAFFIC_GB_S, JobSettings,
+                                  runtime_minutes)
 from ttrl_bench.plan.evaluation_cost import AUTHORS_ITEMS_PER_S, AUTHORS_SLOWEST_ITEMS_PER_S, authors_log_minutes
 from ttrl_bench.plan.samples import TYPICAL_IMAGE_SIZES
 from ttrl_bench.results.author_timing import card_memory_gb, startup_seconds
@@ -64,6 +69,23 @@ def card_of(memory_gb: float | None) -> str:
     return "a100_80" if memory_gb and memory_gb > 60 else AUTHORS_CARD
 
 
+def on_card(time: dict, card: str, slowest: bool = False) -> float:
+    """cost.py runtime_minutes's two terms on the log's card (as cost.py _decision scales them)."""
+    return (time["flop_min"] / speed(CARDS[card], AUTHORS_CARD, slowest)
+            + time["traffic_min"] / speed(CARDS[card], AUTHORS_CARD, slowest, link=True))
+
+
+def fit(out: pd.DataFrame) -> tuple[float, float]:
+    """cost.py's FLOP_RATE_FACTOR and TRAFFIC_GB_S fitted together: the grid point (0.01, 0.1 GB/s apart) with the
+    least sum of log(predicted / measured)^2 over the logs, start-up included."""
+    factors, bandwidths = np.arange(100, 601) / 100, np.arange(10, 301) / 10
+    pred = (out["flop_raw"].to_numpy() / factors[:, None, None]
+            + out["traffic_raw"].to_numpy() / bandwidths[None, :, None] + STARTUP_MIN)
+    loss = (np.log(pred / out["adapt_meas"].to_numpy()) ** 2).sum(axis=2)
+    i, j = np.unravel_index(loss.argmin(), loss.shape)
+    return float(factors[i]), float(bandwidths[j])
+
+
 def replay(runs: pd.DataFrame, steps: pd.DataFrame, logs: dict[str, str]) -> pd.DataFrame:
     rows = []
     for run in runs.itertuples():
@@ -77,18 +99,20 @@ def replay(runs: pd.DataFrame, steps: pd.DataFrame, logs: dict[str, str]) -> pd.
         settings = JobSettings(rollouts=run.votes, trained=run.trained_rollouts, prompts_per_step=run.train_batch_size,
                                new_tokens=1024, rounds=run.rounds, micro_batch=2,
                                freeze_vision=config.model_type.startswith("internvl"), reference=True, vllm_share=0.65)
-        work = runtime_minutes(config, settings, 2, run.n_gpus)["compute_min"]
-        at_images = runtime_minutes(config, replace(settings, image_tokens=typical), 2, run.n_gpus)["compute_min"]
-        compute = work / speed(CARDS[card], AUTHORS_CARD)
+        time = runtime_minutes(config, settings, 2, run.n_gpus)
+        at_images = runtime_minutes(config, replace(settings, image_tokens=typical), 2, run.n_gpus)
+        compute = on_card(time, card)
         measured = (own["timing_s/step"].sum() - passes.sum()) / 60 + (startup / 60 if startup else STARTUP_MIN)
         evaluation = authors_log_minutes(run.n_test, len(passes))
         rows.append({"log": run.file, "card": card, "gpus": run.n_gpus, "rounds": run.rounds, "image_tokens": typical,
                      "log_prompt": own["prompt_length/mean"].median(),
                      "adapt_pred": compute + STARTUP_MIN, "adapt_meas": measured,
-                     "images_pred": at_images / speed(CARDS[card], AUTHORS_CARD) + STARTUP_MIN,
-                     "images_limit": MARGIN * (at_images / speed(CARDS[card], AUTHORS_CARD, slowest=True)
-                                               + STARTUP_SLOWEST_MIN),
-                     "adapt_limit": MARGIN * (work / speed(CARDS[card], AUTHORS_CARD, slowest=True) + STARTUP_SLOWEST_MIN),
+                     "images_pred": on_card(at_images, card) + STARTUP_MIN,
+                     "images_limit": MARGIN * (on_card(at_images, card, slowest=True) + STARTUP_SLOWEST_MIN),
+                     "adapt_limit": MARGIN * (on_card(time, card, slowest=True) + STARTUP_SLOWEST_MIN),
+                     # the two terms before their fitted constants, on the log's card (fit())
+                     "flop_raw": time["flop_min"] * FLOP_RATE_FACTOR / speed(CARDS[card], AUTHORS_CARD),
+                     "traffic_raw": time["traffic_min"] * TRAFFIC_GB_S / speed(CARDS[card], AUTHORS_CARD, link=True),
                      "startup_meas": startup / 60 if startup else None,
                      "eval_pred": evaluation["expected_min"], "eval_meas": passes.sum() / 60,
                      "eval_limit": MARGIN * evaluation["slowest_min"], "passes": len(passes),
@@ -133,6 +157,9 @@ def report(out: pd.DataFrame, fetched: bool, machine: str) -> str:
         lines.append(f"- start-up (min): median {startups.median():.2f}, p90 {statistics.quantiles(startups, n=10)[-1]:.2f}, "
                      f"slowest {startups.max():.2f} over {len(startups)} logs")
     lines.append(f"- cards: {out['card'].value_counts().to_dict()}")
+    factor, bandwidth = fit(out)
+    lines.append(f"- fitted on these logs (fit()): FLOP_RATE_FACTOR {factor:.2f}, TRAFFIC_GB_S {bandwidth:.1f}; "
+                 f"cost.py uses {FLOP_RATE_FACTOR:.2f}, {TRAFFIC_GB_S:.1f}")
     return "\n".join(lines) + "\n"
 
 
