@@ -1,29 +1,25 @@
 """What an adaptation job costs before it runs: GPUs, offload, micro-batch, GPU peak, host memory,
 minutes and GPU-hours, decided from traced memory (memory.py) rather than a rule of thumb.
 
-- GPU peak: the traced step (memory.py) times the calibration factor of its kind (data/calibration.csv,
-  H100 runs). Training: the mean ratio of measured to traced peak over the two measured training
-  points (0.78 with the shipped traces). The training trace holds more than the GPU did, and not
-  because of autocast: the bf16-weight point traces 45.88 GB with autocast on or off, and CPU autocast
-  keeps fewer fp32 outputs than CUDA's (layer_norm, softmax, pow stay bf16). What it holds beyond a
-  GPU is in the backward: at its peak (the vision tower's layer 0) the 28 language layers' and 24
-  vision layers' checkpointed inputs and as many gradient temporaries are still alive in the trace,
-  where a GPU run has freed each layer's saved input once that layer's backward ran. Generation
-  prefill (a forward under no_grad, no backward): factor 1 (`PREFILL_FACTOR`); see there for the
-  measured point it rests on.
-  Each peak is traced at the job's own micro-batch and generation share (cached), every image at the most tokens
-  a kept rollout's can take (job_settings; memory.image_trace reads a count between traced ones off a line). A
-  colocated vLLM engine's share is reserved only where the job runs one (adaptation/config.py rollout_backend:
-  `auto` is HF generate for now).
-- Several GPUs: FSDP2 full sharding divides weights, gradients and AdamW state by the GPU count;
-  activations stay per process. (The traced alternative, torch's FSDPMemTracker on a fake process
-  group, is not wired yet: each GPU count is predicted by dividing the state.)
-- Host memory counts every copy (issue 23 finding 5): the checkpoint loaded by every process, the
-  pinned fp32 WeightSnapshot of the trainable weights (adaptation/weights.py, one per process), the
-  offloaded fp32 weights + gradients + AdamW state, the bf16 reference model loaded by every
-  process, the dataloader and the Python process.
+- GPU peak: the traced step (memory.py) times the calibration factor of its kind (data/calibration.csv, H100 runs).
+  Training: the mean ratio of measured to traced peak over the two measured training points (0.78 with the shipped
+  traces). The training trace holds more than the GPU did, and not because of autocast: the bf16-weight point traces
+  45.88 GB with autocast on or off, and CPU autocast keeps fewer fp32 outputs than CUDA's (layer_norm, softmax, pow
+  stay bf16). What it holds beyond a GPU is in the backward: at its peak (the vision tower's layer 0) the 28 language
+  layers' and 24 vision layers' checkpointed inputs and as many gradient temporaries are still alive in the trace,
+  where a GPU run has freed each layer's saved input once that layer's backward ran. Generation prefill (a forward
+  under no_grad, no backward): factor 1 (`PREFILL_FACTOR`); see there for the measured point it rests on. Each peak is
+  traced at the job's own micro-batch and generation share (cached), every image at the most tokens a kept rollout's
+  can take (job_settings; memory.image_trace reads a count between traced ones off a line). A colocated vLLM engine's
+  share is reserved only where the job runs one (adaptation/config.py rollout_backend: `auto` is HF generate for now).
+- Several GPUs: FSDP2 full sharding divides weights, gradients and AdamW state by the GPU count; activations stay per
+  process. (The traced alternative, torch's FSDPMemTracker on a fake process group, is not wired yet: each GPU count
+  is predicted by dividing the state.)
+- Host memory counts every copy (issue 23 finding 5): the checkpoint loaded by every process, the pinned fp32
+  WeightSnapshot of the trainable weights (adaptation/weights.py, one per process), the offloaded fp32 weights +
+  gradients + AdamW state, the bf16 reference model loaded by every process, the dataloader and the Python process.
 - Minutes: traced FLOPs at a rate, plus the weights' traffic of every micro-batch, both fitted on the TTRV authors'
-  logs (FLOP_RATE_FACTOR, TRAFFIC_GB_S), at a fixed 1,280 image tokens (IMAGE_TOKENS_FOR_MINUTES says why).
+  logs (FLOP_RATE_FACTOR, TRAFFIC_GB_S), at a fixed 1,280 image tokens (FLOP_RATE_FACTOR's comment says why).
 
 Layer 4 of the plan (cost: what each job needs, decided): imports memory.py and the grid layer
 (docs/DESIGN.md "The plan's layers"). `python -m ttrl_bench.plan.cost` traces the calibration points and
@@ -35,6 +31,7 @@ from __future__ import annotations
 import csv
 import logging
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -71,18 +68,17 @@ MARGIN = 2.0
 # GELU output over 1,280 tiles in fp32). Not yet measured: a prefill under bf16 autocast, where CUDA
 # keeps layer_norm outputs in fp32 and the CPU trace does not (this factor may be low there).
 PREFILL_FACTOR = 1.0
-# The minutes: two terms fitted together on the TTRV authors' 71 logs (benchmarks/plan_vs_logs.py fit(): least squares
-# of log(predicted / measured), start-up included; their cards: 68 A6000 + 3 A100 logs). Their step time barely follows
-# the FLOPs and grows with the weights (author_steps.csv.gz, gen + old_log_prob + ref + update_actor: InternVL3-2B on 4
-# GPUs 16 s a round at 332 prompt tokens, 33 s at 3,212 where the FLOPs grow 2.6x; Qwen2.5-VL-3B 50 s at 337, 3x for 2x
-# the trainable weights). (1) FLOPs at FLOP_RATE_FACTOR x AUTHORS_UPDATE's rate (whose 9.4 s held the update's traffic).
-# (2) Each micro-batch a GPU runs (old log-prob, reference, update; verl's 2 a GPU in every log) moves the FSDP-sharded
-# trainable weights: bf16 all-gathers in 3 forwards and the update's backward, the fp32 gradients' reduce-scatter (12 B
-# a weight), at an effective TRAFFIC_GB_S on the authors' PCIe 4.0 cards (a third of 32 GB/s a direction; cards.py
-# link_gb_s scales it; the A100s' link taken as the A6000s'). Fitted 3.09 and 10.2 GB/s (1.18 s per billion weights per
-# micro-batch); replay median 1.009, p10-p90 0.769-1.268 (FLOPs alone: 1.016, 0.809-1.353). One GPU runs no collective:
-# the term stays (logs of 4-8 GPUs cannot tell it apart). At each set's typical image (plan/samples.py) the replay is
-# alike (1.022, 0.779-1.212), so the minutes keep IMAGE_TOKENS_FOR_MINUTES, inside the logs' range, one image for all.
+# The minutes: two terms fitted together on the TTRV authors' 71 logs (benchmarks/plan_vs_logs.py fit(): least squares of
+# log(predicted / measured), start-up included; their cards: 68 A6000 + 3 A100 logs). Their step time barely follows the
+# FLOPs and grows with the weights (InternVL3-2B, 4 GPUs: 16 s a round at 332 prompt tokens, 33 s at 3,212 where the FLOPs
+# grow 2.6x; Qwen2.5-VL-3B 50 s at 337: 3x for 2x the trainable weights). (1) FLOPs at FLOP_RATE_FACTOR x AUTHORS_UPDATE's
+# rate (whose 9.4 s held the update's traffic too). (2) Each micro-batch a GPU runs (old log-prob, reference, update; 2
+# sequences in every log) moves the FSDP-sharded trainable weights: bf16 all-gathers in 3 forwards and the update's
+# backward, the fp32 gradients' reduce-scatter, 12 B a weight, at an effective TRAFFIC_GB_S on the authors' PCIe 4.0 cards
+# (a third of 32 GB/s a direction; cards.py link_gb_s scales it, the A100s' taken as the A6000s'). Fitted: 3.09, 10.2 GB/s
+# (1.18 s per billion weights a micro-batch); replay median 1.009, p10-p90 0.769-1.268 (FLOPs alone 1.016, 0.809-1.353).
+# One GPU runs no collective; the term stays (logs of 4-8 GPUs cannot tell). At each set's typical image (plan/samples.py)
+# the replay is alike (1.022, 0.779-1.212): the minutes keep IMAGE_TOKENS_FOR_MINUTES, inside the logs' range.
 FLOP_RATE_FACTOR, TRAFFIC_BYTES_PER_PARAMETER, TRAFFIC_GB_S = 3.09, 2 * 4 + 4, 10.2
 IMAGE_TOKENS_FOR_MINUTES = 1280
 HOST_OVERHEAD_GB = 8.0  # per process: Python, CUDA host context, dataloader workers, images
@@ -266,8 +262,7 @@ def runtime_minutes(config, settings: JobSettings, micro_batch: int, gpus: int) 
         per_round = settings.prompts_per_step * settings.rollouts * (
             trace.flops / prefill.sequences + settings.new_tokens * 2 * trace.parameters)
         flops = per_round * settings.rounds
-        return {"flops": flops, "flops_per_gpu_second": rate, "flop_min": flops / (rate * gpus) / 60, "traffic_min": 0.0,
-                "compute_min": flops / (rate * gpus) / 60}
+        return {"flops": flops, "flops_per_gpu_second": rate, **dict.fromkeys(("flop_min", "compute_min"), flops / (rate * gpus) / 60), "traffic_min": 0.0}
     trace = memory.image_trace(config, settings.shape(micro_batch))
     per_sequence = trace.flops / micro_batch  # FLOPs are linear in the sequences of a forward
     per_round = settings.prompts_per_step * (
@@ -332,9 +327,8 @@ def _decision(config, settings, gpus, micro_batch, offload, peaks, card=None) ->
     time = runtime_minutes(config, settings, micro_batch, gpus)
     card = card or card_of(AUTHORS_CARD)
 
-    compute, slowest = ((time["flop_min"] / speed(card, AUTHORS_CARD, worst) + time["traffic_min"]
-                         / speed(card, AUTHORS_CARD, worst, link=True)) * (3 if offload else 1)  # offload: PCIe-bound
-                        for worst in (False, True))
+    compute, slowest = ((time["flop_min"] / speed(card, AUTHORS_CARD, worst) + time["traffic_min"] / speed(
+        card, AUTHORS_CARD, worst, link=True)) * (3 if offload else 1) for worst in (False, True))  # offload: PCIe-bound
     slowest += STARTUP_SLOWEST_MIN
     minutes = compute + STARTUP_MIN
     return Decision(gpus=gpus, offload=offload, micro_batch=micro_batch,
@@ -404,17 +398,23 @@ def job_settings(plan, job) -> JobSettings:
                    lora_targets=targets if isinstance(targets, str) else ",".join(targets))
 
 
+@contextmanager
+def _quiet(logger: str):
+    log = logging.getLogger(logger)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
 def quiet_layout(hp: dict, gpus: int, n_samples: int) -> dict:
     """adaptation/layout.py's plan_batch_layout without its warnings (the job's to print, once)."""
     from ..adaptation.layout import plan_batch_layout
 
-    log = logging.getLogger("ttrl_bench.adaptation.layout")
-    level = log.level
-    log.setLevel(logging.ERROR)
-    try:
+    with _quiet("ttrl_bench.adaptation.layout"):
         return plan_batch_layout(hp, gpus, n_samples)
-    finally:
-        log.setLevel(level)
 
 
 def job_layout(plan, job):
