@@ -121,3 +121,4 @@ def test_plan_vs_logs_replays_every_shipped_log_with_timing(tmp_path):
     assert len(rows) == 1 + 71  # the header and the 71 logs
     assert "not fetched: start-up = the median, card = A6000" in out.read_text()
     assert "- adaptation, start-up included: median" in result.stdout and "evaluation 71/71" in result.stdout
+    assert "- fitted on these logs (fit()): FLOP_RATE_FACTOR " in result.stdout  # and cost.py's beside them

@@ -57,8 +57,8 @@ AUTHORS_UPDATE = {"sequences": 64, "tokens": 1490 + 5.4, "seconds": 9.4, "gpus":
 STARTUP_MIN = 129 / 60
 STARTUP_SLOWEST_MIN = 375 / 60
 # The one margin of every SLURM limit: limit = MARGIN x the slowest plausible case (evaluation_cost.py; for
-# adaptation the compute at the authors' throughput plus the slowest start-up). 2: the adaptation replay's
-# worst measured / predicted over the authors' logs is below it (benchmarks/results/plan_vs_logs.md).
+# adaptation both terms at no gain from a faster card plus the slowest start-up). 2: the adaptation replay's
+# worst measured / predicted over the authors' logs, 1.73, is below it (benchmarks/results/plan_vs_logs.md).
 MARGIN = 2.0
 # A forward under no_grad holds exactly the tensors its Python frames reference, with the same dtypes on
 # the CPU as on a GPU where no autocast changes them, so its trace is what the GPU allocates (the CUDA
