@@ -241,8 +241,8 @@ def host_gb(parameters: int, trainable: int, gpus: int, offload: bool, reference
 
 
 def authors_throughput_flops() -> float:
-    """FLOP/s per GPU the TTRV authors reached in their update phase: its FLOPs (InternVL3-2B's
-    traced FLOPs per token, from the first calibration point's trace) over their logged time."""
+    """FLOP/s per GPU the TTRV authors' update phase shows: its FLOPs (InternVL3-2B's traced FLOPs per token, the first
+    calibration point's trace) over their logged time, traffic included (the minutes use it x FLOP_RATE_FACTOR)."""
     a, row = AUTHORS_UPDATE, calibration_points()[0]
     trace = memory.cached_trace(memory.model_config(row["model"]), point_shape(row))
     per_token = trace.flops / (int(row["sequences"]) * (int(row["prompt_tokens"]) + int(row["image_tokens"])
