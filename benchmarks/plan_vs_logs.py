@@ -19,7 +19,10 @@ model, GPU count, prompts per round, rounds and card, beside what the log measur
   79.1 -> A100 80 GB.
 
 - Fit: cost.py's FLOP_RATE_FACTOR and TRAFFIC_GB_S are fitted on these logs (fit(), printed last); the replay then
-  checks their spread in sample.
+  checks their spread in sample. Held out (held_out()): the two refitted without one model's logs (or one log) and
+  that model's (log's) minutes and limits predicted with them. Start-up, MARGIN and AUTHORS_UPDATE's rate stay as
+  they are (read from these same logs). The fits share one grid of per-log losses (a matrix product): the 5 + 71
+  refits take 0.6 CPU-s, one fit 0.4; the replay's time is runtime_minutes's traces (5.3 CPU-s; 2-core VM).
 
     python benchmarks/plan_vs_logs.py [--repo BARE_GIT_DIR_OF_Akshit21112002/TTRV] [--out FILE.md]
 """
@@ -69,21 +72,50 @@ def card_of(memory_gb: float | None) -> str:
     return "a100_80" if memory_gb and memory_gb > 60 else AUTHORS_CARD
 
 
-def on_card(time: dict, card: str, slowest: bool = False) -> float:
-    """cost.py runtime_minutes's two terms on the log's card (as cost.py _decision scales them)."""
-    return (time["flop_min"] / speed(CARDS[card], AUTHORS_CARD, slowest)
-            + time["traffic_min"] / speed(CARDS[card], AUTHORS_CARD, slowest, link=True))
+def terms(time: dict, card: str, part: str) -> dict:
+    """cost.py runtime_minutes's two terms before their fitted constants (at factor 1 and 1 GB/s), on the log's card
+    as cost.py _decision scales them: expected and at the card's slowest speeds (the limit's)."""
+    out = {}
+    for slow in (False, True):
+        out[f"{part}_flop{'_slow' * slow}"] = time["flop_min"] * FLOP_RATE_FACTOR / speed(CARDS[card], AUTHORS_CARD, slow)
+        out[f"{part}_traffic{'_slow' * slow}"] = time["traffic_min"] * TRAFFIC_GB_S / speed(
+            CARDS[card], AUTHORS_CARD, slow, link=True)
+    return out
 
 
-def fit(out: pd.DataFrame) -> tuple[float, float]:
+def minutes(out, factor, bandwidth, part: str = "adapt", slowest: bool = False):
+    """The plan's adaptation minutes per log at the two constants, start-up included; slowest: both terms at the
+    card's slowest speeds plus the slowest start-up (the SLURM limit asks MARGIN x this)."""
+    slow = "_slow" * slowest
+    return (out[f"{part}_flop{slow}"] / factor + out[f"{part}_traffic{slow}"] / bandwidth
+            + (STARTUP_SLOWEST_MIN if slowest else STARTUP_MIN))
+
+
+def fit(out: pd.DataFrame, keep: np.ndarray | None = None) -> list[tuple[float, float]]:
     """cost.py's FLOP_RATE_FACTOR and TRAFFIC_GB_S fitted together: the grid point (0.01, 0.1 GB/s apart) with the
-    least sum of log(predicted / measured)^2 over the logs, start-up included."""
+    least sum of log(predicted / measured)^2 over the logs, start-up included. keep: one boolean mask over out's rows
+    per fit (the logs it is fitted on; default: one fit on all)."""
     factors, bandwidths = np.arange(100, 601) / 100, np.arange(10, 301) / 10
-    pred = (out["flop_raw"].to_numpy() / factors[:, None, None]
-            + out["traffic_raw"].to_numpy() / bandwidths[None, :, None] + STARTUP_MIN)
-    loss = (np.log(pred / out["adapt_meas"].to_numpy()) ** 2).sum(axis=2)
-    i, j = np.unravel_index(loss.argmin(), loss.shape)
-    return float(factors[i]), float(bandwidths[j])
+    pred = minutes({k: out[k].to_numpy() for k in ("adapt_flop", "adapt_traffic")}, factors[:, None, None],
+                   bandwidths[None, :, None])
+    per_log = np.log(pred / out["adapt_meas"].to_numpy()) ** 2
+    keep = np.ones((1, len(out)), bool) if keep is None else np.atleast_2d(keep)
+    best = (per_log.reshape(-1, len(out)) @ keep.T.astype(float)).argmin(axis=0)
+    return [(float(factors[i]), float(bandwidths[j])) for i, j in zip(*np.unravel_index(best, pred.shape[:2]))]
+
+
+def held_out(out: pd.DataFrame, groups: pd.Series) -> pd.DataFrame:
+    """Each group's logs predicted with the two constants fitted on the other groups' logs (fit()), the minutes and
+    limit as the replay's (minutes())."""
+    names = groups.unique()
+    parts = []
+    for name, (factor, bandwidth) in zip(names, fit(out, np.array([(groups != n).to_numpy() for n in names]))):
+        rows = out[(groups == name).to_numpy()]
+        pred = minutes(rows, factor, bandwidth)
+        parts.append(pd.DataFrame({"group": name, "factor": factor, "bandwidth": bandwidth, "pred": pred,
+                                   "ratio": pred / rows["adapt_meas"],
+                                   "covered": MARGIN * minutes(rows, factor, bandwidth, slowest=True) >= rows["adapt_meas"]}))
+    return pd.concat(parts)
 
 
 def replay(runs: pd.DataFrame, steps: pd.DataFrame, logs: dict[str, str]) -> pd.DataFrame:
@@ -101,23 +133,19 @@ def replay(runs: pd.DataFrame, steps: pd.DataFrame, logs: dict[str, str]) -> pd.
                                freeze_vision=config.model_type.startswith("internvl"), reference=True, vllm_share=0.65)
         time = runtime_minutes(config, settings, 2, run.n_gpus)
         at_images = runtime_minutes(config, replace(settings, image_tokens=typical), 2, run.n_gpus)
-        compute = on_card(time, card)
         measured = (own["timing_s/step"].sum() - passes.sum()) / 60 + (startup / 60 if startup else STARTUP_MIN)
         evaluation = authors_log_minutes(run.n_test, len(passes))
-        rows.append({"log": run.file, "card": card, "gpus": run.n_gpus, "rounds": run.rounds, "image_tokens": typical,
+        rows.append({"log": run.file, "model": run.model, "card": card, "gpus": run.n_gpus, "rounds": run.rounds, "image_tokens": typical,
                      "log_prompt": own["prompt_length/mean"].median(),
-                     "adapt_pred": compute + STARTUP_MIN, "adapt_meas": measured,
-                     "images_pred": on_card(at_images, card) + STARTUP_MIN,
-                     "images_limit": MARGIN * (on_card(at_images, card, slowest=True) + STARTUP_SLOWEST_MIN),
-                     "adapt_limit": MARGIN * (on_card(time, card, slowest=True) + STARTUP_SLOWEST_MIN),
-                     # the two terms before their fitted constants, on the log's card (fit())
-                     "flop_raw": time["flop_min"] * FLOP_RATE_FACTOR / speed(CARDS[card], AUTHORS_CARD),
-                     "traffic_raw": time["traffic_min"] * TRAFFIC_GB_S / speed(CARDS[card], AUTHORS_CARD, link=True),
+                     "adapt_meas": measured, **terms(time, card, "adapt"), **terms(at_images, card, "images"),
                      "startup_meas": startup / 60 if startup else None,
                      "eval_pred": evaluation["expected_min"], "eval_meas": passes.sum() / 60,
                      "eval_limit": MARGIN * evaluation["slowest_min"], "passes": len(passes),
                      "items": run.n_test})
     out = pd.DataFrame(rows)
+    for part in ("adapt", "images"):
+        out[f"{part}_pred"] = minutes(out, FLOP_RATE_FACTOR, TRAFFIC_GB_S, part)
+        out[f"{part}_limit"] = MARGIN * minutes(out, FLOP_RATE_FACTOR, TRAFFIC_GB_S, part, slowest=True)
     for part in ("adapt", "eval", "images"):
         out[f"{part}_ratio"] = out[f"{part}_pred"] / out[f"{part}_meas" if part != "images" else "adapt_meas"]
         out[f"{part}_covered"] = out[f"{part}_limit"] >= out[f"{part}_meas" if part != "images" else "adapt_meas"]
@@ -157,9 +185,25 @@ def report(out: pd.DataFrame, fetched: bool, machine: str) -> str:
         lines.append(f"- start-up (min): median {startups.median():.2f}, p90 {statistics.quantiles(startups, n=10)[-1]:.2f}, "
                      f"slowest {startups.max():.2f} over {len(startups)} logs")
     lines.append(f"- cards: {out['card'].value_counts().to_dict()}")
-    factor, bandwidth = fit(out)
+    (factor, bandwidth), = fit(out)
     lines.append(f"- fitted on these logs (fit()): FLOP_RATE_FACTOR {factor:.2f}, TRAFFIC_GB_S {bandwidth:.1f}; "
                  f"cost.py uses {FLOP_RATE_FACTOR:.2f}, {TRAFFIC_GB_S:.1f}")
+    by_model, by_log = held_out(out, out["model"]), held_out(out, out["log"])
+    lines += ["", "Held out (adaptation, start-up included): FLOP_RATE_FACTOR and TRAFFIC_GB_S refitted without the "
+              "predicted logs (held_out()); start-up, MARGIN and AUTHORS_UPDATE's rate stay as read from all the logs.", "",
+              "| model held out | logs | FLOP_RATE_FACTOR | TRAFFIC_GB_S | median | range | limits covering |",
+              "|---|---|---|---|---|---|---|"]
+    for name, g in by_model.groupby("group", sort=False):  # range, not p10-p90: 6-26 logs a model
+        lines.append(f"| {name} | {len(g)} | {g['factor'].iloc[0]:.2f} | {g['bandwidth'].iloc[0]:.1f} | "
+                     f"{g['ratio'].median():.3f} | {g['ratio'].min():.2f}-{g['ratio'].max():.2f} | "
+                     f"{int(g['covered'].sum())}/{len(g)} |")
+    lines += ["", f"- in sample (above): {summary(out['adapt_ratio'])}, limits covering "
+              f"{int(out['adapt_covered'].sum())}/{len(out)}",
+              f"- leave one model out: {summary(by_model['ratio'])}, limits covering "
+              f"{int(by_model['covered'].sum())}/{len(by_model)}",
+              f"- leave one log out: {summary(by_log['ratio'])}, limits covering {int(by_log['covered'].sum())}/"
+              f"{len(by_log)}; refitted FLOP_RATE_FACTOR {by_log['factor'].min():.2f}-{by_log['factor'].max():.2f}, "
+              f"TRAFFIC_GB_S {by_log['bandwidth'].min():.1f}-{by_log['bandwidth'].max():.1f}"]
     return "\n".join(lines) + "\n"
 
 
