@@ -135,7 +135,8 @@ def replay(runs: pd.DataFrame, steps: pd.DataFrame, logs: dict[str, str]) -> pd.
         at_images = runtime_minutes(config, replace(settings, image_tokens=typical), 2, run.n_gpus)
         measured = (own["timing_s/step"].sum() - passes.sum()) / 60 + (startup / 60 if startup else STARTUP_MIN)
         evaluation = authors_log_minutes(run.n_test, len(passes))
-        rows.append({"log": run.file, "model": run.model, "card": card, "gpus": run.n_gpus, "rounds": run.rounds, "image_tokens": typical,
+        rows.append({"log": run.file, "model": run.model, "card": card, "gpus": run.n_gpus, "rounds": run.rounds,
+                     "image_tokens": typical,
                      "log_prompt": own["prompt_length/mean"].median(),
                      "adapt_meas": measured, **terms(time, card, "adapt"), **terms(at_images, card, "images"),
                      "startup_meas": startup / 60 if startup else None,
