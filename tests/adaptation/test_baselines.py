@@ -263,7 +263,7 @@ def test_memos_colour_jitter_scales_brightness_contrast_and_saturation_by_0_6_to
     assert 76 <= min(levels) < 90 and 166 < max(levels) <= 180
 
 def test_select_trainable_freezes_the_tower_on_request_and_trains_norms_outside_it():
-    """InternVL3-2B cut to one 128-wide text layer (test_plan_cost's tiny config, meta device). freeze_vision true:
+    """InternVL3-2B cut to one 128-wide text layer (tests/plan/test_cost.py's tiny config, meta device). freeze_vision true:
     every vision-tower parameter frozen (InternVL's adapter, the projector, sits outside the tower and trains), the
     rest trainable; the default (false) trains everything. trainable "norm" (Tent's choice): the norms outside the
     tower alone: the projector's LayerNorm over 64 x 2 x 2 = 256 pixel-shuffled features (weight and bias, 512)

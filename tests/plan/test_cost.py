@@ -260,27 +260,29 @@ def test_a_lora_step_traces_the_adapter_alone_as_trainable():
 # --- GPU-hours of multi-GPU jobs, worked by hand (issue 39) ----------------------------------------------------
 
 def test_gpu_hours_are_gpus_times_predicted_minutes_and_the_limit_twice_the_minutes(synthetic, monkeypatch):
-    """With 50 compute minutes (runtime_minutes stubbed), no card named (the authors' A6000, where the rate was
-    measured): minutes = 50 + 2.15 start-up (the logs' median, 129 s) = 52.15; on 4 GPUs 4 x 52.15 / 60 = 3.48
+    """With 50 compute minutes (runtime_minutes stubbed: 30 of FLOPs, 20 of traffic), no card named (the authors'
+    A6000, where both were fitted): minutes = 50 + 2.15 start-up (the logs' median, 129 s) = 52.15; on 4 GPUs 4 x 52.15 / 60 = 3.48
     GPU-hours and a SLURM limit of ceil(2 x (50 + 6.25 slowest start-up)) = 113 minutes. Offloaded on one GPU the
     steps are PCIe-bound: 3 x 50 + 2.15 = 152.15 minutes, 2.54 GPU-hours, limit ceil(2 x 156.25) = 313. On an
-    A100 80 GB (312 / 154.8 = 2.016 times the A6000's dense bf16): 50 / 2.016 + 2.15 = 26.96 minutes, 1.80 GPU-hours
-    on 4 GPUs; its limit assumes no gain from the faster card: 113 again."""
-    monkeypatch.setattr(cost, "runtime_minutes", lambda config, settings, micro_batch, gpus: {"compute_min": 50.0})
+    A100 80 GB (312 / 154.8 = 2.016 times the A6000's dense bf16, the same PCIe 4.0 link): 30 / 2.016 + 20 + 2.15 =
+    14.885 + 22.15 = 37.03 minutes, 2.47 GPU-hours on 4 GPUs; its limit assumes no gain from the faster card: 113
+    again."""
+    monkeypatch.setattr(cost, "runtime_minutes", lambda config, settings, micro_batch, gpus: {
+        "flop_min": 30.0, "traffic_min": 20.0, "compute_min": 50.0})
     d = cost.decide(None, synthetic, gpus=4, micro_batch=8, offload=False)
     assert (d.gpus, d.offload, d.gpu_hours, d.runtime_min) == (4, False, 3.48, 113)
     d = cost.decide(None, synthetic, gpus=1, micro_batch=8, offload=True)
     assert (d.gpus, d.offload, d.gpu_hours, d.runtime_min) == (1, True, 2.54, 313)
     from ttrl_bench.plan.cards import CARDS
     d = cost.decide(None, synthetic, gpus=4, micro_batch=8, offload=False, card=CARDS["a100_80"])
-    assert (d.gpu_hours, d.runtime_min) == (round(4 * (50 / (312 / 154.8) + 2.15) / 60, 2), 113) == (1.8, 113)
+    assert (d.gpu_hours, d.runtime_min) == (round(4 * (30 / (312 / 154.8) + 20 + 2.15) / 60, 2), 113) == (2.47, 113)
 
 
 def test_the_plan_reports_a_4_gpu_adaptations_gpu_hours_from_its_predicted_minutes(tmp_path):
-    """VR-TTRL per sample on Qwen2.5-VL-7B (tests/plan/test_jobs.py works it by hand: 174.27 compute minutes at the
-    authors' A6000 rate, 29.43 minutes on the default H100 with the start-up, limit 362). The plan's row: minutes
-    round(1.96 x 60 / 4) = 29, GPU-hours 4 x 29.43 / 60 = 1.96, the limit beside them. (The SLURM limit's
-    4 x 362 / 60 = 24.1 GPU-hours is far above: the plan counts the expected case, not the limit.)"""
+    """VR-TTRL per sample on Qwen2.5-VL-7B (tests/plan/test_jobs.py works it by hand: 56.398 FLOP + 150.200 traffic
+    minutes on the authors' A6000s, 21.66 minutes on the default H100 with the start-up, limit 426). The plan's row:
+    minutes round(1.44 x 60 / 4) = 22, GPU-hours 4 x 21.66 / 60 = 1.44, the limit beside them. (The SLURM limit's
+    4 x 426 / 60 = 28.4 GPU-hours is far above: the plan counts the expected case, not the limit.)"""
     from ttrl_bench.plan import Plan, load_config
     from ttrl_bench.plan.resources import plan_table
 
@@ -291,11 +293,12 @@ def test_the_plan_reports_a_4_gpu_adaptations_gpu_hours_from_its_predicted_minut
     plan.jobs = lambda: [job]  # the one job's row (the full table decides 48 jobs)
     rows, totals = plan_table(plan)
     row = next(r for r in rows if r["rule"] == "adapt_per_sample")
-    assert (row["gpus"], row["micro_batch"], row["minutes"], row["gpu_hours"], row["limit"]) == (4, 2, 29, 1.96, 362)
-    assert totals["gpu_hours_by_rule"] == {"adapt_per_sample": 2.0}
-    assert totals["gpu_hours_by_part"] == {"adaptation": 1.8, "evaluation": 0.0, "startup": 0.1}  # 1.8167, 0.1433
-    # one 4-GPU job on an 8-GPU node: max(1.96 / 8, 29 / 60 = 0.48 hours of the longest job) = 0.5
-    assert totals["node_hours"] == 0.5
+    assert (row["gpus"], row["micro_batch"], row["minutes"], row["gpu_hours"], row["limit"]) == (4, 2, 22, 1.44, 426)
+    assert totals["gpu_hours_by_rule"] == {"adapt_per_sample": 1.4}
+    # 4 x 19.508 / 60 = 1.3006, 4 x 2.15 / 60 = 0.1433
+    assert totals["gpu_hours_by_part"] == {"adaptation": 1.3, "evaluation": 0.0, "startup": 0.1}
+    # one 4-GPU job on an 8-GPU node: max(1.44 / 8, 22 / 60 = 0.37 hours of the longest job) = 0.4
+    assert totals["node_hours"] == 0.4
 
 
 def test_decides_defaults_are_an_80_gb_gpu_an_adaptation_job_and_the_models_gpus_key(synthetic):

@@ -22,32 +22,38 @@ from tests.support.plan import demo_plan
 
 
 def test_compute_minutes_of_a_training_job_without_reference_and_of_a_vote_only_job(monkeypatch):
-    """runtime_minutes with the traces and the authors' throughput stood in for: 1e10 FLOP/s per GPU, a model of 1e9
-    parameters, a traced training step of 5e11 FLOPs per sequence (1e12 at micro-batch 2), a traced prefill of 1e11
-    per sequence.
+    """runtime_minutes with the traces and the authors' throughput stood in for: 1e10 FLOP/s per GPU, x the fitted
+    FLOP_RATE_FACTOR 3.09 = 3.09e10, a model of 1e9 parameters (8.5e8 trainable), a traced training step of 5e11 FLOPs
+    per sequence (1e12 at micro-batch 2), a traced prefill of 1e11 per sequence.
     Training, no KL reference (kl_beta 0): 2 prompts x (4 trained x 5e11 + 8 rollouts x 5e11 / 3 x 1 old-policy
     forward + 8 x 10 new tokens x 2 x 1e9) = 2 x 3.49333e12 = 6.98667e12 a round, x 3 rounds = 2.096e13 FLOPs; on 2 GPUs
-    2.096e13 / (1e10 x 2) / 60 = 17.4667 min. (With a reference: two forwards, 2.896e13.)
+    2.096e13 / (3.09e10 x 2) / 60 = 339.1586 s / 60 = 5.65264 min. (With a reference: two forwards, 2.896e13.)
+    Traffic: 2 prompts x 4 trained / 2 GPUs / micro-batch 2 = 2 micro-batches a GPU a round, x 3 rounds = 6, each
+    8.5e8 trainable x 12 B / 10.2 GB/s = 1.0 s: 0.1 min. Total 5.75264 min.
     Vote-only (updates: False): 1 prompt x 8 rollouts x (8e11 / 8 + 10 x 2 x 1e9) = 9.6e11 a round, x 5 rounds =
-    4.8e12 FLOPs; 4.8e12 / 1e10 / 60 = 8.0 min on 1 GPU."""
+    4.8e12 FLOPs; 4.8e12 / 3.09e10 / 60 = 155.3398 s / 60 = 2.58900 min on 1 GPU; no step, no traffic."""
     from ttrl_bench.plan import cost, memory
     from ttrl_bench.plan.memory import Trace
 
     per_sequence = {"train": 5e11, "prefill": 1e11}
     monkeypatch.setattr(memory, "cached_trace",
-                        lambda config, shape: Trace(0.0, int(1e9), 0, per_sequence[shape.kind] * shape.sequences, 0.0, {}))
+                        lambda config, shape: Trace(0.0, int(1e9), int(8.5e8), per_sequence[shape.kind] * shape.sequences,
+                                                    0.0, {}))
     monkeypatch.setattr(cost, "authors_throughput_flops", lambda: 1e10)
     training = cost.JobSettings(rollouts=8, trained=4, prompts_per_step=2, new_tokens=10, rounds=3, reference=False)
     time = cost.runtime_minutes(None, training, 2, 2)
-    assert time == pytest.approx({"flops": 2.096e13, "flops_per_gpu_second": 1e10, "compute_min": 2.096e13 / 2e10 / 60},
-                                 rel=1e-12)
-    assert round(time["compute_min"], 4) == 17.4667
+    # rel 1e-12: the same divisions in another order
+    assert time == pytest.approx({"flops": 2.096e13, "flops_per_gpu_second": 3.09e10, "flop_min": 2.096e13 / 6.18e10 / 60,
+                                  "traffic_min": 0.1, "compute_min": 2.096e13 / 6.18e10 / 60 + 0.1}, rel=1e-12)
+    assert round(time["compute_min"], 5) == 5.75264
     with_reference = cost.runtime_minutes(None, cost.JobSettings(8, 4, 2, 10, 3), 2, 2)
     assert with_reference["flops"] == pytest.approx(2.896e13, rel=1e-12)
     vote_only = cost.JobSettings(rollouts=8, trained=8, prompts_per_step=1, new_tokens=10, rounds=5, trains=False,
                                  reference=False)
     assert cost.runtime_minutes(None, vote_only, 1, 1) == pytest.approx(
-        {"flops": 4.8e12, "flops_per_gpu_second": 1e10, "compute_min": 8.0}, rel=1e-12)
+        {"flops": 4.8e12, "flops_per_gpu_second": 3.09e10, "flop_min": 4.8e12 / 3.09e10 / 60, "traffic_min": 0.0,
+         "compute_min": 4.8e12 / 3.09e10 / 60}, rel=1e-12)
+    assert round(cost.runtime_minutes(None, vote_only, 1, 1)["compute_min"], 5) == 2.58900
 
 
 def test_a_decision_records_the_parameters_and_trainable_counts_of_the_trace_it_rests_on(monkeypatch):

@@ -37,6 +37,11 @@ def test_each_card_has_its_memory_and_its_dense_bf16_throughput_relative_to_the_
     assert speed(CARDS["h100"], "a6000") == pytest.approx(989 / 154.8)
     assert speed(CARDS["h100"], "a6000", slowest=True) == 1.0
     assert speed(CARDS["a6000"], "h100", slowest=True) == pytest.approx(154.8 / 989)
+    # the link (cost.py's weights' traffic): NVLink 900 GB/s on the SXM H100 / H200, PCIe 4.0 x16 64 elsewhere (the A100s
+    # taken as PCIe cards); H100 over A6000 900 / 64 = 14.06, never counted on in the slowest case
+    assert {k: c.link_gb_s for k, c in CARDS.items()} == {
+        "h100": 900, "h200": 900, "a100_80": 64, "a100_40": 64, "a6000": 64, "l40s": 64}
+    assert (speed(CARDS["h100"], "a6000", link=True), speed(CARDS["h100"], "a6000", True, link=True)) == (900 / 64, 1.0)
 
 
 def test_an_evaluation_estimate_worked_by_hand_on_an_a6000():

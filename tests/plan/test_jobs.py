@@ -1,12 +1,11 @@
 """Issue 39: the plan's jobs worked by hand. One multi-GPU adaptation of config/vr-ttrl.yaml from its traces to
 its GPUs, per-GPU peak, host memory, SLURM time limit and GPU-hours; the cost model's defaults by name; and
 the grid's pure helpers that only the workflow's (slow) Snakemake runs reach: Job.of, the evaluation's
-inputs, the paper names, the final outputs, the launcher's rendezvous port, the trace cache's folder and
-shipping."""
+inputs, the paper names, the final outputs, the launcher's rendezvous port (the trace cache's folder and
+shipping: tests/plan/test_memory.py)."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -74,9 +73,12 @@ def test_a_4_gpu_vr_ttrl_adaptation_worked_by_hand_from_its_traces(tmp_path, mon
     Throughput: probe-bf16's FLOPs per token 8.5637e14 / 43,520 = 1.9678e10, x 64 sequences x 1,495.4 tokens /
     (9.4 s x 4 GPUs) = 5.0086e13 FLOP/s per GPU. FLOPs per sequence 2.9385e14 / 2 = 1.4692e14; per round
     8 x 1.4692e14 (trained) + 8 x 1.4692e14 / 3 x 2 (old + reference forwards) + 8 x 1024 x 2 x P (decoding)
-    = 2.0948e15; x 1000 rounds = 2.0948e18. Compute: 2.0948e18 / (5.0086e13 x 4) / 60 = 174.27 minutes at the
-    authors' A6000 rate; on the default H100 (x 6.389) + the logs' median start-up 2.15 = 29.43 minutes, GPU-hours
-    4 x 29.43 / 60 = 1.96; SLURM limit ceil(2 x (174.27 + 6.25 slowest start-up)) = 362 minutes (the body below)."""
+    = 2.0948e15; x 1000 rounds = 2.0948e18. FLOPs: 2.0948e18 / (5.0086e13 x 3.09 fitted x 4) / 60 = 174.27 / 3.09 =
+    56.398 minutes at the authors' A6000 rate. Traffic (cost.py FLOP_RATE_FACTOR's comment): 8 trained / 4 GPUs /
+    micro-batch 2 = 1 micro-batch a GPU a round, x 1000 rounds, each T x 12 B / 10.2 GB/s = 9.0120 s: 150.200 minutes.
+    On the default H100: FLOPs / 6.389 (989 / 154.8) = 8.827, traffic / 14.06 (NVLink 900 / PCIe 64 GB/s) = 10.681,
+    + the logs' median start-up 2.15 = 21.66 minutes, GPU-hours 4 x 21.66 / 60 = 1.44; SLURM limit
+    ceil(2 x (56.398 + 150.200, no gain from the faster card, + 6.25 slowest start-up)) = ceil(425.69) = 426."""
     monkeypatch.chdir(tmp_path)  # a fresh results tree
     monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "traces"))  # only the shipped traces count
     monkeypatch.setattr(memory, "trace_step", lambda *a: pytest.fail("a trace that is not shipped"))
@@ -114,15 +116,17 @@ def test_a_4_gpu_vr_ttrl_adaptation_worked_by_hand_from_its_traces(tmp_path, mon
     assert round(prefill, 2) == 35.61
     host = 4 * 4 * P / 1e9 + 4 * 4 * T / 1e9 + 4 * 2 * P / 1e9 + 4 * 8
     assert round(host, 3) == 353.575
-    rate = PROBE_FLOPS / (32 * (48 + 1280 + 32)) * 64 * (1490 + 5.4) / (9.4 * 4)
+    rate = PROBE_FLOPS / (32 * (48 + 1280 + 32)) * 64 * (1490 + 5.4) / (9.4 * 4) * 3.09  # x FLOP_RATE_FACTOR
     flops = 1000 * (8 * FLOPS_MB2 / 2 + 8 * FLOPS_MB2 / 2 / 3 * 2 + 8 * 1024 * 2 * P)
-    compute = flops / (rate * 4) / 60  # at the authors' rate, on their A6000s
-    assert round(compute, 2) == 174.27
-    # the default card, the H100 80 GB: 989 / 154.8 = 6.389 times the A6000's dense bf16 (plan/cards.py); the
-    # start-up the authors' logs' median, 129 s; the limit 2 x (the compute at no gain from the faster card + the
-    # slowest start-up, 375 s) = 2 x 180.52 -> 362
-    minutes = compute / (989 / 154.8) + 129 / 60
-    assert (round(minutes, 2), math.ceil(2 * (compute + 375 / 60))) == (29.43, 362)
+    flop_min = flops / (rate * 4) / 60  # at the fitted rate, on the authors' A6000s
+    traffic = 1000 * 1 * T * 12 / 10.2e9 / 60  # 1000 rounds x 1 micro-batch a GPU, 12 B a trainable weight
+    compute = flop_min + traffic
+    assert (round(flop_min, 3), round(traffic, 3)) == (56.398, 150.2)
+    # the default card, the H100 80 GB: 989 / 154.8 = 6.389 times the A6000's dense bf16, its NVLink 900 / 64 GB/s
+    # PCIe (plan/cards.py); the start-up the authors' logs' median, 129 s; the limit 2 x (both terms at no gain from
+    # the faster card + the slowest start-up, 375 s) = 2 x 212.85 -> 426
+    minutes = flop_min / (989 / 154.8) + traffic / (900 / 64) + 129 / 60
+    assert (round(minutes, 2), math.ceil(2 * (compute + 375 / 60))) == (21.66, 426)
 
     d = cost.job_decision(plan, job)
     assert (d.gpus, d.offload, d.micro_batch) == (4, False, 2)
@@ -141,20 +145,21 @@ def test_a_4_gpu_vr_ttrl_adaptation_worked_by_hand_from_its_traces(tmp_path, mon
     assert d.predicted["flops_per_gpu_second"] == pytest.approx(rate, rel=1e-12)
     assert d.predicted["flops"] == pytest.approx(flops, rel=1e-12)
     assert d.predicted["compute_min"] == pytest.approx(compute, rel=1e-12)
-    assert (d.runtime_min, d.gpu_hours) == (362, round(4 * minutes / 60, 2)) == (362, 1.96)
+    assert (d.predicted["flop_min"], d.predicted["traffic_min"]) == pytest.approx((flop_min, traffic), rel=1e-12)
+    assert (d.runtime_min, d.gpu_hours) == (426, round(4 * minutes / 60, 2)) == (426, 1.44)
     # what SLURM is asked, and the --main_process_port of its launcher
-    assert job_request(plan, job) == Request(4, 389000, 362, threads=1, offload=False, micro_batch=2)
-    # the plan's row: the predicted minutes, round(1.96 x 60 / 4) = 29, beside the limit
+    assert job_request(plan, job) == Request(4, 389000, 426, threads=1, offload=False, micro_batch=2)
+    # the plan's row: the predicted minutes, round(1.44 x 60 / 4) = 22, beside the limit
     plan.jobs = lambda: [job]
     rows, totals = resources.plan_table(plan)
     row = next(r for r in rows if r["rule"] == "adapt_per_sample")
     assert row == {"rule": "adapt_per_sample", "job": "adapt_per_sample qwen2.5-vl-7b/vr-ttrl/reasonseg/"
                    "n20_random_authors/seed0", "gpus": 4, "offload": False, "micro_batch": 2, "gpu_peak_gb": 52.8,
-                   "host_gb": 353.6, "minutes": 29, "limit": 362, "gpu_hours": 1.96, "unknown": False,
-                   "parts": {"adaptation": pytest.approx(4 * compute / (989 / 154.8) / 60, rel=1e-12),
+                   "host_gb": 353.6, "minutes": 22, "limit": 426, "gpu_hours": 1.44, "unknown": False,
+                   "parts": {"adaptation": pytest.approx(4 * (minutes - 129 / 60) / 60, rel=1e-12),
                              "startup": pytest.approx(4 * 129 / 60 / 60, rel=1e-12)}}
     assert (totals["gpu_hours"], totals["gpu_hours_by_rule"], totals["node_hours"]) == (
-        2.0, {"adapt_per_sample": 2.0}, round(29 / 60, 1))
+        1.4, {"adapt_per_sample": 1.4}, round(22 / 60, 1))
 
 
 def test_the_same_job_on_one_gpu_offloads_and_costs_three_times_the_compute(tmp_path, monkeypatch):
@@ -164,9 +169,11 @@ def test_the_same_job_on_one_gpu_offloads_and_costs_three_times_the_compute(tmp_
     generate's prefill of the 8 rollouts, 34.672 + 3.6875 x (36.487 - 34.672) = 41.37. Host: one fp32 load 4 P
     (33.169) + one snapshot 4 T (30.641) + the offloaded 16 T + 4 (P - T) (122.563 + 2.528) + 2 P (16.584) + 8
     = 213.48 GB -> ceil(234.83) = 235000 MB. FLOPs per sequence are the same at micro-batch 4 (linear), so the
-    compute is 4 x 174.27 = 697.07 minutes at the authors' A6000 rate, PCIe-bound x 3 = 2091.2; on the default
-    H100 (6.389 times the A6000) 327.32 + 2.15 start-up = 329.47 minutes: 5.49 GPU-hours (against 1.96 on 4 GPUs);
-    limit 2 x (2091.2, no gain from the faster card, + 6.25 slowest start-up) = 4194.9 -> 4195."""
+    FLOP term is 4 x 56.398 = 225.59 minutes at the fitted rate on the authors' A6000s; the traffic 8 trained / 1 GPU /
+    micro-batch 4 = 2 micro-batches a round, x 1000 x T x 12 B / 10.2 GB/s = 300.40 minutes; PCIe-bound x 3 both. On
+    the default H100: 3 x (225.59 / 6.389 + 300.40 / 14.06) = 3 x (35.308 + 21.362) = 170.01 + 2.15 start-up = 172.16
+    minutes: 2.87 GPU-hours (against 1.44 on 4 GPUs); limit 2 x (3 x 526.0, no gain from the faster card, + 6.25
+    slowest start-up) = 3168.4 -> 3169."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "traces"))
     monkeypatch.setattr(memory, "trace_step", lambda *a: pytest.fail("a trace that is not shipped"))
@@ -176,18 +183,21 @@ def test_the_same_job_on_one_gpu_offloads_and_costs_three_times_the_compute(tmp_
     state = (4 * P + 12 * T) / 1e9
     peak = factor * (PEAK_256[4] + ALONG * (PEAK[4] - PEAK_256[4]) - state) + 2 * P / 1e9
     host = 4 * P / 1e9 + 4 * T / 1e9 + (16 * T + 4 * (P - T)) / 1e9 + 2 * P / 1e9 + 8
-    rate = PROBE_FLOPS / (32 * (48 + 1280 + 32)) * 64 * (1490 + 5.4) / (9.4 * 4)
-    compute = 1000 * (8 * FLOPS_MB2 / 2 * (1 + 2 / 3) + 8 * 1024 * 2 * P) / rate / 60
-    minutes = 3 * compute / (989 / 154.8) + 129 / 60
-    assert (round(peak, 2), round(host, 2), round(compute, 2), round(minutes, 2)) == (53.76, 213.48, 697.07, 329.47)
+    rate = PROBE_FLOPS / (32 * (48 + 1280 + 32)) * 64 * (1490 + 5.4) / (9.4 * 4) * 3.09  # x FLOP_RATE_FACTOR
+    flop_min = 1000 * (8 * FLOPS_MB2 / 2 * (1 + 2 / 3) + 8 * 1024 * 2 * P) / rate / 60
+    traffic = 1000 * 2 * T * 12 / 10.2e9 / 60  # 2 micro-batches of 4 a round
+    compute = flop_min + traffic
+    minutes = 3 * (flop_min / (989 / 154.8) + traffic / (900 / 64)) + 129 / 60
+    assert (round(peak, 2), round(host, 2), round(flop_min, 2), round(traffic, 2), round(minutes, 2)) == (
+        53.76, 213.48, 225.59, 300.40, 172.16)
     d = cost.job_decision(plan, job, gpus=1)
     assert (d.gpus, d.offload, d.micro_batch, d.gpu_peak_gb, d.host_gb, d.mem_mb) == (1, True, 4, 53.8, 213.5, 235000)
     assert d.predicted["offloaded_state"] == pytest.approx((16 * T + 4 * (P - T)) / 1e9, rel=1e-12)
-    assert (d.runtime_min, d.gpu_hours) == (math.ceil(2 * (3 * compute + 375 / 60)), round(minutes / 60, 2)) == (4195, 5.49)
+    assert (d.runtime_min, d.gpu_hours) == (math.ceil(2 * (3 * compute + 375 / 60)), round(minutes / 60, 2)) == (3169, 2.87)
     plan.jobs = lambda: [job]
     assert resources.fewer_gpus(plan) == [
         "models.qwen2.5-vl-7b.gpus: 1 runs its 1 multi-GPU adaptation(s) on one GPU each, 1 of them with offload: "
-        "5.5 GPU-hours instead of 2.0"]
+        "2.9 GPU-hours instead of 1.4"]
 
 
 PREFILL_8 = {"peak_gb": 36.487232672, "flops": 193_629_266_116_608.0}  # shipped prefill trace, 8 sequences, fp32 weights
@@ -204,9 +214,9 @@ def test_a_vote_only_job_is_planned_as_rollouts_and_a_vote_not_as_training(tmp_p
     image tokens: 34.672 + 3.6875 x (36.487 - 34.672) = 41.37 GB x 1.0 (33.17 of it the fp32 weights, 4 P); its
     minutes at 1,280 (the trace's FLOPs). Host: one fp32 load
     4 P = 33.169 + 8 = 41.169 GB -> ceil(1.1 x 41.169 = 45.29) = 46000 MB. FLOPs per round: 8 x (1.9363e14 / 8
-    + 1024 x 2 x P) = 1.9363e14 + 1.3585e14 = 3.2949e14; x 200 = 6.5898e16; / 5.0086e13 FLOP/s / 60 = 21.93 min
-    on the authors' A6000; on the default H100 (x 6.389) 3.43 + 2.15 start-up = 5.58 min, 0.09 GPU-hours; limit
-    2 x (21.93 + 6.25) = 56.36 -> 57 min."""
+    + 1024 x 2 x P) = 1.9363e14 + 1.3585e14 = 3.2949e14; x 200 = 6.5898e16; / (5.0086e13 x 3.09 fitted = 1.5477e14
+    FLOP/s) / 60 = 7.096 min on the authors' A6000 (no step: no traffic); on the default H100 (x 6.389) 1.111 + 2.15
+    start-up = 3.26 min, 0.05 GPU-hours; limit 2 x (7.096 + 6.25) = 26.69 -> 27 min."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "traces"))
     monkeypatch.setattr(memory, "trace_step", lambda *a: pytest.fail("a trace that is not shipped"))
@@ -219,11 +229,11 @@ def test_a_vote_only_job_is_planned_as_rollouts_and_a_vote_not_as_training(tmp_p
     trace = memory.cached_trace(memory.model_config("Qwen/Qwen2.5-VL-7B-Instruct"), settings.shape(8, "prefill"))
     assert (trace.peak_gb, trace.flops, trace.parameters, trace.trainable) == (
         PREFILL_8["peak_gb"], PREFILL_8["flops"], P, 0)
-    rate = PROBE_FLOPS / (32 * (48 + 1280 + 32)) * 64 * (1490 + 5.4) / (9.4 * 4)
+    rate = PROBE_FLOPS / (32 * (48 + 1280 + 32)) * 64 * (1490 + 5.4) / (9.4 * 4) * 3.09  # x FLOP_RATE_FACTOR
     flops = 200 * 8 * (PREFILL_8["flops"] / 8 + 1024 * 2 * P)
     minutes = flops / rate / 60 / (989 / 154.8) + 129 / 60
     host = 4 * P / 1e9 + 8
-    assert (round(minutes, 2), round(host, 3)) == (5.58, 41.169)
+    assert (round(minutes, 2), round(host, 3)) == (3.26, 41.169)
     d = cost.job_decision(plan, job)
     prefill = PREFILL_8_256 + ALONG * (PREFILL_8["peak_gb"] - PREFILL_8_256)
     assert round(prefill, 2) == 41.37
@@ -231,7 +241,7 @@ def test_a_vote_only_job_is_planned_as_rollouts_and_a_vote_not_as_training(tmp_p
     assert (d.predicted["train_gb"], d.predicted["generation_gb"], d.predicted["snapshots"],
             d.predicted["reference_loads"], d.predicted["vllm_gb"]) == (0.0, pytest.approx(prefill), 0.0, 0.0, 0.0)
     assert d.predicted["flops"] == pytest.approx(flops, rel=1e-12)
-    assert (d.runtime_min, d.gpu_hours) == (math.ceil(2 * (flops / rate / 60 + 375 / 60)), round(minutes / 60, 2)) == (57, 0.09)
+    assert (d.runtime_min, d.gpu_hours) == (math.ceil(2 * (flops / rate / 60 + 375 / 60)), round(minutes / 60, 2)) == (27, 0.05)
     # a config that gives the model 4 GPUs gets them (each process repeats the job); nothing else changes
     forced = cost.job_decision(plan, job, gpus=4)
     assert (forced.gpus, forced.gpu_peak_gb, forced.gpu_hours) == (
@@ -376,38 +386,6 @@ def test_a_multi_gpu_job_launches_on_its_own_rendezvous_port():
     evaluation = Job("evaluate", "demo", "zero-shot", "none", "demo-digits", "n20_random", 0)
     assert resources.launch_command(plan, evaluation) == "python -m ttrl_bench.cli"
     assert resources.largest_gpu_request(plan) == 2
-
-
-# --- the trace cache ---------------------------------------------------------------------------------------------
-
-def test_the_trace_cache_folder_is_the_environments_or_the_users(tmp_path, monkeypatch):
-    monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "mine"))
-    assert memory.cache_dir() == tmp_path / "mine"
-    monkeypatch.delenv("TTRL_BENCH_TRACE_CACHE")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert memory.cache_dir() == tmp_path / "home" / ".cache" / "ttrl-bench" / "traces"
-
-
-def test_shipping_the_cache_adds_each_local_trace_to_the_shipped_file(tmp_path, monkeypatch):
-    """ship_cache: every <key>.json of the local cache (nothing else there) joins the shipped entries under its key;
-    the file is rewritten with sorted keys at every level, one space of indent, a final newline, and the count of
-    entries returned: 1 shipped + 2 local = 3. Without a shipped file, the local ones alone: 2."""
-    shipped = tmp_path / "traces.json"
-    shipped.write_text(json.dumps({"b0": {"z": 1, "a": 2}}))
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    (cache / "k2.json").write_text(json.dumps({"trace": {"peak_gb": 2.0}, "shape": {"sequences": 2}}))
-    (cache / "a1.json").write_text(json.dumps({"trace": {"peak_gb": 1.0}}))
-    (cache / "notes.txt").write_text("not a trace")
-    monkeypatch.setattr(memory, "SHIPPED_TRACES", shipped)
-    monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(cache))
-    assert memory.ship_cache() == 3
-    assert shipped.read_text() == (
-        '{\n "a1": {\n  "trace": {\n   "peak_gb": 1.0\n  }\n },\n "b0": {\n  "a": 2,\n  "z": 1\n },\n'
-        ' "k2": {\n  "shape": {\n   "sequences": 2\n  },\n  "trace": {\n   "peak_gb": 2.0\n  }\n }\n}\n')
-    shipped.unlink()
-    assert memory.ship_cache() == 2
-    assert list(json.loads(shipped.read_text())) == ["a1", "k2"]
 
 
 # --- the layout the decision tries -------------------------------------------------------------------------------

@@ -169,7 +169,7 @@ def test_a_lora_on_named_modules_of_another_rank_trains_those_alone():
 
 def test_without_fp32_master_weights_the_trace_holds_bf16_weights_and_moments():
     """fp32_master False: every weight in bf16, 2 bytes a parameter, and AdamW's two moments in the weights' dtype,
-    2 x 2 bytes (test_plan_cost's fp32 twin: 4 and 8)."""
+    2 x 2 bytes (tests/plan/test_cost.py's fp32 twin: 4 and 8)."""
     shape = StepShape(sequences=2, prompt_tokens=16, image_tokens=256, new_tokens=8, fp32_master=False)
     trace = memory.trace_step(_tiny_internvl(), shape)
     assert trace.breakdown_gb["_MemRefType.PARAM"] == pytest.approx(2 * trace.parameters / 1e9, abs=1e-3)
@@ -283,3 +283,35 @@ def test_a_training_step_starts_without_gradients_as_after_zero_grad_set_to_none
     trace = memory.trace_step(_tiny_internvl(), shape)
     (grads_none,) = seen
     assert grads_none and all(grads_none) and trace.trainable == trace.parameters
+
+
+# --- the trace cache ---------------------------------------------------------------------------------------------
+
+def test_the_trace_cache_folder_is_the_environments_or_the_users(tmp_path, monkeypatch):
+    monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(tmp_path / "mine"))
+    assert memory.cache_dir() == tmp_path / "mine"
+    monkeypatch.delenv("TTRL_BENCH_TRACE_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert memory.cache_dir() == tmp_path / "home" / ".cache" / "ttrl-bench" / "traces"
+
+
+def test_shipping_the_cache_adds_each_local_trace_to_the_shipped_file(tmp_path, monkeypatch):
+    """ship_cache: every <key>.json of the local cache (nothing else there) joins the shipped entries under its key;
+    the file is rewritten with sorted keys at every level, one space of indent, a final newline, and the count of
+    entries returned: 1 shipped + 2 local = 3. Without a shipped file, the local ones alone: 2."""
+    shipped = tmp_path / "traces.json"
+    shipped.write_text(json.dumps({"b0": {"z": 1, "a": 2}}))
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "k2.json").write_text(json.dumps({"trace": {"peak_gb": 2.0}, "shape": {"sequences": 2}}))
+    (cache / "a1.json").write_text(json.dumps({"trace": {"peak_gb": 1.0}}))
+    (cache / "notes.txt").write_text("not a trace")
+    monkeypatch.setattr(memory, "SHIPPED_TRACES", shipped)
+    monkeypatch.setenv("TTRL_BENCH_TRACE_CACHE", str(cache))
+    assert memory.ship_cache() == 3
+    assert shipped.read_text() == (
+        '{\n "a1": {\n  "trace": {\n   "peak_gb": 1.0\n  }\n },\n "b0": {\n  "a": 2,\n  "z": 1\n },\n'
+        ' "k2": {\n  "shape": {\n   "sequences": 2\n  },\n  "trace": {\n   "peak_gb": 2.0\n  }\n }\n}\n')
+    shipped.unlink()
+    assert memory.ship_cache() == 2
+    assert list(json.loads(shipped.read_text())) == ["a1", "k2"]

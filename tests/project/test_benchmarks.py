@@ -118,6 +118,38 @@ def test_plan_vs_logs_replays_every_shipped_log_with_timing(tmp_path):
                              "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     rows = [line for line in out.read_text().splitlines() if line.startswith("| ") and line.endswith(" |")]
-    assert len(rows) == 1 + 71  # the header and the 71 logs
+    assert len(rows) == 1 + 71 + 1 + 5  # the header and the 71 logs; the held-out table's header and 5 models
     assert "not fetched: start-up = the median, card = A6000" in out.read_text()
     assert "- adaptation, start-up included: median" in result.stdout and "evaluation 71/71" in result.stdout
+    assert "- fitted on these logs (fit()): FLOP_RATE_FACTOR " in result.stdout  # and cost.py's beside them
+    assert "- leave one model out: median" in result.stdout and "- leave one log out: median" in result.stdout
+
+
+def test_plan_vs_logs_held_out_refits_without_the_group_and_predicts_it_with_the_refit():
+    """held_out() on four made-up logs: group a's minutes are exactly FLOPs / 2 + traffic / 5 GB/s + start-up, group
+    b's at 4 and 10 GB/s (all four points on fit()'s grid). Leaving b out fits a alone: 2.0, 5.0; b's first log is
+    then predicted 40 / 2 + 20 / 5 + start-up = 24 + 2.15 min against 12 + 2.15 measured; its limit, MARGIN x
+    (the slowest terms, here 1.5x: 36 + the slowest start-up 6.25) = 84.5 min, covers it."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import pandas as pd
+    import plan_vs_logs
+    from ttrl_bench.plan.cost import MARGIN, STARTUP_MIN, STARTUP_SLOWEST_MIN
+
+    assert (MARGIN, STARTUP_MIN * 60, STARTUP_SLOWEST_MIN * 60) == (2.0, 129, 375)  # the numbers worked above
+    flop, traffic = [20.0, 40.0, 40.0, 80.0], [10.0, 50.0, 20.0, 100.0]
+    logs = pd.DataFrame({"model": ["a", "a", "b", "b"], "adapt_flop": flop, "adapt_traffic": traffic,
+                         "adapt_flop_slow": [1.5 * f for f in flop], "adapt_traffic_slow": [1.5 * t for t in traffic],
+                         # a: 20/2 + 10/5, 40/2 + 50/5; b: 40/4 + 20/10, 80/4 + 100/10
+                         "adapt_meas": [m + STARTUP_MIN for m in (12.0, 30.0, 12.0, 30.0)]})
+    (both,) = plan_vs_logs.fit(logs)
+    assert both not in ((2.0, 5.0), (4.0, 10.0))  # all four logs: neither group's constants
+    out = plan_vs_logs.held_out(logs, logs["model"])
+    # each group predicted with the other's constants (exact grid points: equality)
+    assert out[["factor", "bandwidth"]].values.tolist() == [[4.0, 10.0]] * 2 + [[2.0, 5.0]] * 2
+    b_first = out.iloc[2]
+    # 26.15 / 14.15; the float sums' rounding is ~1e-15 relative
+    assert b_first["pred"] == pytest.approx(24 + 129 / 60, rel=1e-12)
+    assert b_first["ratio"] == pytest.approx((24 + 129 / 60) / (12 + 129 / 60), rel=1e-12) and b_first["covered"]
+    # a's second log with b's 4, 10 GB/s: 40/4 + 50/10 + 2.15 = 17.15 min against 32.15; its limit
+    # 2 x (60/4 + 75/10 + 6.25) = 57.5 covers it
+    assert out.iloc[1]["ratio"] == pytest.approx((15 + 129 / 60) / (30 + 129 / 60), rel=1e-12) and out.iloc[1]["covered"]

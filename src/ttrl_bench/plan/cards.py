@@ -3,6 +3,9 @@
 Each card: its memory (what the plan fits every job into) and its throughput relative to the H100 80 GB
 (what scales the minutes measured on another card), each figure with its source.
 
+Link: the datasheet's GPU-to-GPU bandwidth (NVLink on SXM boards, else PCIe 4.0 x16: 64 GB/s both directions);
+the A100s are taken as PCIe cards (the authors' A100s shared a machine with A6000s; SXM's NVLink would be faster).
+
 Relative throughput is the dense bf16 tensor-core peak over the H100 SXM's (989 TFLOPS): the cost model's
 minutes are FLOPs at an achieved rate, and the rate measured on one card is scaled by this ratio to another.
 It is a peak ratio, not a measured one: a small model on a fast card reaches a smaller share of its peak, so
@@ -22,21 +25,24 @@ class Card:
     memory_gb: float
     relative: float  # dense bf16 tensor throughput / the H100 SXM's
     source: str
+    link_gb_s: float = 64.0  # GPU-to-GPU bandwidth, both directions (datasheet): scales cost.py's weight traffic
 
 
 H100_BF16_TFLOPS = 989.0  # NVIDIA H100 datasheet (SXM5): 1,979 TFLOPS bf16 with sparsity, half dense
 CARDS = {c.key: c for c in (
-    Card("h100", "H100 80GB", 80, 1.0, "NVIDIA H100 datasheet (SXM5): 80 GB HBM3, 989 TFLOPS dense bf16"),
+    Card("h100", "H100 80GB", 80, 1.0,
+         "NVIDIA H100 datasheet (SXM5): 80 GB HBM3, 989 TFLOPS dense bf16, NVLink 900 GB/s", 900),
     Card("h200", "H200 141GB", 141, 989 / H100_BF16_TFLOPS,
-         "NVIDIA H200 datasheet (SXM): 141 GB HBM3e, 989 TFLOPS dense bf16 (the H100's compute, more bandwidth)"),
+         "NVIDIA H200 datasheet (SXM): 141 GB HBM3e, 989 TFLOPS dense bf16 (the H100's compute, more bandwidth), "
+         "NVLink 900 GB/s", 900),
     Card("a100_80", "A100 80GB", 80, 312 / H100_BF16_TFLOPS,
-         "NVIDIA A100 datasheet: 80 GB HBM2e, 312 TFLOPS dense bf16"),
+         "NVIDIA A100 datasheet: 80 GB HBM2e, 312 TFLOPS dense bf16, PCIe 4.0 64 GB/s"),
     Card("a100_40", "A100 40GB", 40, 312 / H100_BF16_TFLOPS,
-         "NVIDIA A100 datasheet: 40 GB HBM2, 312 TFLOPS dense bf16"),
+         "NVIDIA A100 datasheet: 40 GB HBM2, 312 TFLOPS dense bf16, PCIe 4.0 64 GB/s"),
     Card("a6000", "RTX A6000 48GB", 48, 154.8 / H100_BF16_TFLOPS,
-         "NVIDIA RTX A6000 datasheet: 48 GB GDDR6, 309.7 TFLOPS bf16 with sparsity (154.8 dense)"),
+         "NVIDIA RTX A6000 datasheet: 48 GB GDDR6, 309.7 TFLOPS bf16 with sparsity (154.8 dense), PCIe 4.0 x16"),
     Card("l40s", "L40S 48GB", 48, 362 / H100_BF16_TFLOPS,
-         "NVIDIA L40S datasheet: 48 GB GDDR6, 733 TFLOPS bf16 with sparsity (362 dense)"),
+         "NVIDIA L40S datasheet: 48 GB GDDR6, 733 TFLOPS bf16 with sparsity (362 dense), PCIe 4.0 x16, no NVLink"),
 )}
 DEFAULT_CARD = "h100"
 # The card the cost model's adaptation rate was measured on (cost.py AUTHORS_UPDATE): the TTRV authors' logs
@@ -73,9 +79,11 @@ def gpu_memory_gb(config: dict) -> float:
     return resources.get("gpu_memory_gb") or config_card(config).memory_gb
 
 
-def speed(target: Card, measured_on: str, slowest: bool = False) -> float:
-    """How much faster `target` runs what was measured on the card `measured_on` (peak ratio). `slowest`: the
-    slowest plausible case, where a faster card brings nothing (the TTRV authors' 3 logs on 80 GB A100s ran no
-    faster per round than their A6000 ones: benchmarks/results/plan_vs_logs.md) and a slower one its full loss."""
-    ratio = target.relative / CARDS[measured_on].relative
+def speed(target: Card, measured_on: str, slowest: bool = False, link: bool = False) -> float:
+    """How much faster `target` runs what was measured on the card `measured_on` (peak ratio; `link`: of the
+    GPU-to-GPU bandwidth, for the weights' traffic). `slowest`: the slowest plausible case, where a faster card
+    brings nothing (the TTRV authors' 3 logs on 80 GB A100s ran no faster per round than their A6000 ones:
+    benchmarks/results/plan_vs_logs.md) and a slower one its full loss."""
+    of = "link_gb_s" if link else "relative"
+    ratio = getattr(target, of) / getattr(CARDS[measured_on], of)
     return min(1.0, ratio) if slowest else ratio

@@ -14,7 +14,7 @@ from .grid import adaptation_samples
 
 # A typical image (width, height in pixels) of a test set, counted into image tokens per model by
 # models/families.py image_tokens_of: the evaluation minutes use it (resources.py, evaluation_cost.py); adaptation's
-# do not (plan/cost.py IMAGE_TOKENS_FOR_MINUTES says why).
+# do not (plan/cost.py FLOP_RATE_FACTOR's comment says why).
 # Where a set's paper gives its size: RESISC45 256x256 (Cheng et al., arXiv:1703.00121, section 3), Food-101 at most
 # 512 px a side (Bossard et al., ECCV 2014, section 4), DTD 300x300 to 640x640 (Cimpoi et al., arXiv:1311.3618,
 # section 2); ImageNet's most frequent size, 500x375, for its variants. AI2D, MathVerse and MathVista vary: a
