@@ -268,14 +268,14 @@ def test_select_trainable_freezes_the_tower_on_request_and_trains_norms_outside_
     rest trainable; the default (false) trains everything. trainable "norm" (Tent's choice): the norms outside the
     tower alone: the projector's LayerNorm over 64 x 2 x 2 = 256 pixel-shuffled features (weight and bias, 512)
     and the text layer's two RMSNorms and the final one, 3 x 128: 896. Another value is refused by name."""
-    from tests.plan.test_cost import _tiny_internvl
+    from tests.support.plan import tiny_internvl_config
     from transformers import AutoModelForImageTextToText
 
     from ttrl_bench.models.families import vision_tower
 
     def tiny():
         with torch.device("meta"):
-            return AutoModelForImageTextToText.from_config(_tiny_internvl())
+            return AutoModelForImageTextToText.from_config(tiny_internvl_config())
 
     def trainable(model):
         return sum(p.numel() for p in model.parameters() if p.requires_grad)

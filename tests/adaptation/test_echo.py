@@ -6,9 +6,9 @@ import threading
 
 import pytest
 import torch
-from PIL import Image
 
 from tests.support.adaptation import _completions  # TRL's conversational completions of the texts
+from tests.support.adaptation import ONE_STEP, half_taught, math_samples  # ECHO's tiny models taught half the answers
 from ttrl_bench.adaptation import trainer as trainer_module
 from ttrl_bench.adaptation.hyperparameters import check_update
 from ttrl_bench.adaptation.echo import (
@@ -24,11 +24,7 @@ from ttrl_bench.adaptation.grpo import adapt
 from ttrl_bench.adaptation.layout import batch_layout, fit_to_samples
 from ttrl_bench.adaptation.reward_bridge import GroupReward
 from ttrl_bench.adaptation.presets import METHOD_NAMES, method_task, resolve_method
-from ttrl_bench.datasets.prepare import load_manifest
-from ttrl_bench.datasets.registry import DIGIT_NAMES
-from ttrl_bench.datasets.sampling import select_adaptation_samples
 from ttrl_bench.evaluation.tasks import TASKS
-from ttrl_bench.models import tiny
 from ttrl_bench.models.tiny_families import FAMILIES  # every family the configs use (ECHO: Qwen2.5-VL, Qwen3-VL)
 from ttrl_bench.models.loading import load_model
 
@@ -335,29 +331,6 @@ def test_echo_loss_with_a_0_and_a_fixed_clip_is_trls_grpo_loss(loss_type, tiny_m
         assert sum(rows) / 2 != pytest.approx(standard.item(), abs=1e-6)  # the .05 range clipped something
 
 
-def _math_samples(demo_data):
-    """Two demo digits as free-form math questions (no options) whose gold answer is the digit's numeral."""
-    samples = select_adaptation_samples(load_manifest(demo_data, "test"), 2, seed=0).copy()
-    samples["answer"] = [str(DIGIT_NAMES.index(label)) for label in samples["label"]]
-    samples["options"] = [[] for _ in range(len(samples))]
-    return samples
-
-
-def _half_taught(model, processor, samples, demo_data, monkeypatch):
-    """The session's tiny models sample almost uniformly (entropy 6.28 nats, ln 600 = 6.40), so no rollout
-    names the gold numeral and every reward is equal. 20 supervised steps at lr 5e-3 toward "<numeral><eos>"
-    (the demo model's own warm start, models/tiny.py) make them give it in about 10 of 16 rollouts
-    (measured on Qwen2.5-VL and InternVL: 10 and 11), so the rewards differ within a group."""
-    monkeypatch.setattr(tiny, "warm_start_target", lambda row: row["answer"])
-    tiny.warm_start(model, processor, samples.to_dict("records"),
-                    lambda row: Image.open(demo_data / row["image"]).convert("RGB"), steps=20, lr=5e-3, seed=0)
-
-
-ONE_STEP = {"num_generations": 8, "n_votes": 8, "max_completion_length": 3, "epochs": 1, "prompts_per_step": 1,
-            "generation_batch_size": 16, "learning_rate": 1e-3, "micro_batch_size": 4, "kl_beta": 0.0,
-            "warmup_ratio": 0.0, "temperature": 1.0}
-
-
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("method", ECHO_METHODS)
 def test_one_step_of_echo_and_its_baselines_changes_the_weights(method, family, demo_data, tiny_model_dirs, tmp_path,
@@ -373,8 +346,8 @@ def test_one_step_of_echo_and_its_baselines_changes_the_weights(method, family, 
     grpo_adaptive_clip = trainer_module.adaptive_clip
     monkeypatch.setattr(trainer_module, "adaptive_clip", spy)
     model, processor = load_model(str(tiny_model_dirs[family]), dtype="fp32")
-    samples = _math_samples(demo_data)
-    _half_taught(model, processor, samples, demo_data, monkeypatch)
+    samples = math_samples(demo_data)
+    half_taught(model, processor, samples, demo_data, monkeypatch)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     spec = resolve_method(method, {**ONE_STEP, "n_votes": 16 if method != "supervised-grpo" else 8})
     log = adapt(model, processor, samples, demo_data, spec, tmp_path, seed=0, task=TASKS["math"])

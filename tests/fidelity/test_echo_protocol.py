@@ -288,7 +288,7 @@ def test_one_echo_step_under_the_authors_update_uses_the_sampled_confidence(demo
     `authors`, the boxed-only votes aside: the tiny model never boxes, so every reward would be 0). The
     confidences that reach the clip are sampled-token probabilities: some exceed 0.2, which a top-5 mean never
     can; the clip ranges follow from them by core_algos.py:298-303."""
-    from tests.adaptation.test_echo import ONE_STEP, _half_taught, _math_samples
+    from tests.support.adaptation import ONE_STEP, half_taught, math_samples
 
     from ttrl_bench.adaptation import trainer as trainer_module
     from ttrl_bench.adaptation.grpo import adapt
@@ -314,8 +314,8 @@ def test_one_echo_step_under_the_authors_update_uses_the_sampled_confidence(demo
     spec = resolve_method("echo", layer)
     assert spec["hyperparameters"]["token_confidence"] == "sampled" and spec["hyperparameters"]["loss_type"] == "bnpo"
     model, processor = load_model(str(tiny_model_dirs["qwen2_5_vl"]), dtype="fp32")
-    samples = _math_samples(demo_data)
-    _half_taught(model, processor, samples, demo_data, monkeypatch)
+    samples = math_samples(demo_data)
+    half_taught(model, processor, samples, demo_data, monkeypatch)
     log = adapt(model, processor, samples, demo_data, spec, tmp_path, seed=0, task=TASKS["math"])
     assert log.attrs["optimizer_steps"] == 2
     confidence, mask, eps = seen[0]

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from tests.support.plan import tiny_internvl_config
 from ttrl_bench.plan import cost, memory
 from ttrl_bench.plan.memory import StepShape, Trace
 
@@ -25,19 +26,9 @@ def test_unknown_model_names_the_source_and_the_table():
         memory.model_config("no-such/model")
 
 
-def _tiny_internvl():
-    config = memory.model_config("OpenGVLab/InternVL3-2B-hf")
-    text = config.text_config
-    text.num_hidden_layers, text.hidden_size, text.intermediate_size, text.vocab_size = 1, 128, 256, 512
-    text.num_attention_heads, text.num_key_value_heads = 2, 1
-    config.vision_config.num_hidden_layers, config.vision_config.hidden_size = 1, 64
-    config.vision_config.num_attention_heads, config.vision_config.intermediate_size = 2, 128
-    return config
-
-
 def test_traced_step_holds_fp32_weights_adamw_moments_and_activations():
     shape = StepShape(sequences=2, prompt_tokens=16, image_tokens=256, new_tokens=8, fp32_master=True)
-    trace = memory.trace_step(_tiny_internvl(), shape)
+    trace = memory.trace_step(tiny_internvl_config(), shape)
     parts = trace.breakdown_gb
     assert trace.trainable == trace.parameters  # vision trainable: every parameter
     # fp32 weights: 4 bytes per parameter; AdamW: two fp32 moments, 8 bytes per parameter

@@ -23,7 +23,7 @@ import torch
 from ttrl_bench.plan import memory
 from ttrl_bench.plan.memory import StepShape, Trace
 
-from tests.plan.test_cost import _tiny_internvl  # InternVL3-2B cut to one 128-wide text and one 64-wide vision layer
+from tests.support.plan import tiny_internvl_config  # InternVL3-2B cut to one 128-wide text and one 64-wide vision layer
 
 
 def test_the_fake_model_owns_its_config_and_takes_real_inputs_under_its_mode():
@@ -171,7 +171,7 @@ def test_without_fp32_master_weights_the_trace_holds_bf16_weights_and_moments():
     """fp32_master False: every weight in bf16, 2 bytes a parameter, and AdamW's two moments in the weights' dtype,
     2 x 2 bytes (tests/plan/test_cost.py's fp32 twin: 4 and 8)."""
     shape = StepShape(sequences=2, prompt_tokens=16, image_tokens=256, new_tokens=8, fp32_master=False)
-    trace = memory.trace_step(_tiny_internvl(), shape)
+    trace = memory.trace_step(tiny_internvl_config(), shape)
     assert trace.breakdown_gb["_MemRefType.PARAM"] == pytest.approx(2 * trace.parameters / 1e9, abs=1e-3)
     assert trace.breakdown_gb["_MemRefType.OPT"] == pytest.approx(4 * trace.parameters / 1e9, abs=1e-3)
 
@@ -185,7 +185,7 @@ def test_a_frozen_tower_leaves_the_rest_trainable_and_checkpointing_holds_fewer_
     transformers' default kwargs, non-reentrant, 0.020)."""
     from transformers import AutoModelForImageTextToText
 
-    config = _tiny_internvl()
+    config = tiny_internvl_config()
     config.text_config.num_hidden_layers = 4
     with torch.device("meta"):
         tower = AutoModelForImageTextToText.from_config(config).model.vision_tower
@@ -208,7 +208,7 @@ def test_a_step_shape_of_another_kind_is_refused_by_name():
 
 
 def _with_vocabulary(size: int):
-    config = _tiny_internvl()
+    config = tiny_internvl_config()
     config.text_config.vocab_size = size
     return config
 
@@ -235,8 +235,8 @@ def test_a_prefill_without_autocast_holds_fp32_activations():
     """autocast False (issue 23 finding 9: generate's first call ran outside accelerate's autocast): the fp32
     weights' activations stay fp32, a higher peak than under bf16 autocast (measured 0.0106 against 0.0096 GB)."""
     prefill = StepShape(sequences=2, prompt_tokens=16, image_tokens=256, new_tokens=8, kind="prefill")
-    bf16 = memory.trace_step(_tiny_internvl(), prefill)
-    assert memory.trace_step(_tiny_internvl(), replace(prefill, autocast=False)).peak_gb > bf16.peak_gb
+    bf16 = memory.trace_step(tiny_internvl_config(), prefill)
+    assert memory.trace_step(tiny_internvl_config(), replace(prefill, autocast=False)).peak_gb > bf16.peak_gb
 
 
 def test_a_prefill_holds_each_layers_keys_and_values_in_generates_cache():
@@ -251,7 +251,7 @@ def test_a_prefill_holds_each_layers_keys_and_values_in_generates_cache():
     prefill = StepShape(sequences=2, prompt_tokens=1024, image_tokens=256, new_tokens=8, kind="prefill")
     traces = []
     for layers in (2, 4):
-        config = _tiny_internvl()
+        config = tiny_internvl_config()
         config.text_config.num_hidden_layers = layers
         traces.append(memory.trace_step(config, prefill))
     assert traces[1].parameters - traces[0].parameters == 2 * 147_968
@@ -280,7 +280,7 @@ def test_a_training_step_starts_without_gradients_as_after_zero_grad_set_to_none
 
     monkeypatch.setattr(memory, "_frozen_aware_tracker", recording_tracker)
     shape = StepShape(sequences=1, prompt_tokens=8, image_tokens=256, new_tokens=4)
-    trace = memory.trace_step(_tiny_internvl(), shape)
+    trace = memory.trace_step(tiny_internvl_config(), shape)
     (grads_none,) = seen
     assert grads_none and all(grads_none) and trace.trainable == trace.parameters
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.plan.test_preflight import cache_everything
-from tests.workflow.test_workflow import REPO, _copy_workflow, _snakemake
+from tests.support.plan import cache_everything
+from tests.support import REPO
+from tests.support.workflow import copy_workflow, run_snakemake, job_counts
 from ttrl_bench.datasets import authors_items
 from ttrl_bench.datasets.registry import REGISTRY
 from ttrl_bench.plan import Plan, checks, validated
@@ -85,11 +86,6 @@ CASES = {
 }
 
 
-def _job_counts(stdout: str) -> dict[str, int]:
-    table = stdout.split("Job stats:", 1)[1].split("\n\n", 1)[0]
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
-
-
 def _planned(case: str) -> dict[str, int]:
     """Jobs per rule of a case's plan, on a fresh results tree."""
     config, extra, _ = CASES[case]
@@ -119,7 +115,7 @@ def _dry_run(case: str, work: Path) -> dict[str, int]:
     if extra:
         (work / "extra.yaml").write_text(extra)
         files.append("extra.yaml")
-    return _job_counts(_snakemake(work, "-n", "--configfile", *files, "--replace-workflow-config").stdout)
+    return job_counts(run_snakemake(work, "-n", "--configfile", *files, "--replace-workflow-config").stdout)
 
 
 def _filled_cache(home: Path) -> Path:
@@ -176,7 +172,7 @@ def test_snakemake_runs_the_planned_jobs(tmp_path, monkeypatch):
     """The richest case (conversion, protocols, seeds, cross pairs): Snakemake's dry run, offline
     (HF_HUB_OFFLINE=1, README: models from the Hugging Face cache, no Hub probe), has the plan's jobs."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert _dry_run("ttrv+experiments", _copy_workflow(tmp_path)) == _planned("ttrv+experiments")
+    assert _dry_run("ttrv+experiments", copy_workflow(tmp_path)) == _planned("ttrv+experiments")
 
 
 def test_readme_job_counts_name_known_cases():

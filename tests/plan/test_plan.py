@@ -380,9 +380,9 @@ def test_one_cell_plans_exactly_its_jobs_with_the_paper_configs_settings(tmp_pat
     logged block of Table 1 (ttrv, its log's settings), under the authors protocol; no other model, dataset or
     experiment (the 2-epoch block has no `table`). Jobs: 1 preparation, 1 adaptation, 2 evaluations. Its
     Snakemake dry run, offline, with only InternVL3-2B-hf cached and a local ImageNet-A copy, passes."""
-    from tests.plan.test_paper_configs import _job_counts
-    from tests.plan.test_preflight import cache_model
-    from tests.workflow.test_workflow import _copy_workflow, _snakemake
+    from tests.support.workflow import job_counts
+    from tests.support.plan import cache_model
+    from tests.support.workflow import copy_workflow, run_snakemake
     from ttrl_bench.cli import main
     from ttrl_bench.plan.cells import cell_config
 
@@ -402,7 +402,7 @@ def test_one_cell_plans_exactly_its_jobs_with_the_paper_configs_settings(tmp_pat
 
     work = tmp_path / "work"
     work.mkdir()
-    _copy_workflow(work)
+    copy_workflow(work)
     monkeypatch.chdir(work)
     assert main(["cell", "ttrv-1", "InternVL3-2B", "ImageNet-A"]) == 0
     printed = capsys.readouterr().out
@@ -432,9 +432,9 @@ def test_one_cell_plans_exactly_its_jobs_with_the_paper_configs_settings(tmp_pat
     cache_model(home / "hub", "OpenGVLab/InternVL3-2B-hf")
     for key, value in {"HF_HUB_OFFLINE": "1", "HF_HOME": str(home), "TTRL_BENCH_CACHE": str(tmp_path / "empty")}.items():
         monkeypatch.setenv(key, value)
-    dry = _snakemake(work, "-n", "--configfile", "cells/ttrv-1_InternVL3-2B_ImageNet-A.yaml", "local.yaml",
+    dry = run_snakemake(work, "-n", "--configfile", "cells/ttrv-1_InternVL3-2B_ImageNet-A.yaml", "local.yaml",
                      "--replace-workflow-config")
-    counts = _job_counts(dry.stdout)
+    counts = job_counts(dry.stdout)
     assert {k: counts.get(k) for k in ("prepare_data", "adapt", "evaluate")} == {"prepare_data": 1, "adapt": 1, "evaluate": 2}
 
 

@@ -17,7 +17,7 @@ import pytest
 from ttrl_bench.plan import preflight
 from ttrl_bench.plan.preflight import Need, PreflightError, check_cache, dataset_keys, fetch_command
 
-from tests.plan.test_preflight import cache_model  # a model in huggingface_hub's layout, its config and header readable
+from tests.support.plan import cache_model  # a model in huggingface_hub's layout, its config and header readable
 
 
 def cache_dataset(datasets_cache: Path, folder: str, configuration: str, split: str) -> None:

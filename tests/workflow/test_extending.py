@@ -13,8 +13,9 @@ from pathlib import Path
 
 from PIL import Image
 
-from tests.plan.test_paper_configs import _job_counts
-from tests.workflow.test_workflow import REPO, _copy_workflow, _env
+from tests.support.workflow import job_counts
+from tests.support import REPO
+from tests.support.workflow import copy_workflow, workflow_env
 
 GUIDE = (REPO / "docs" / "extending.md").read_text()
 STEP = re.compile(r"(Append to|Write) `([^`]+)`:\n\n```\w+\n(.*?)```", re.S)
@@ -42,11 +43,11 @@ def test_the_extending_guide_adds_a_method_and_a_local_dataset_that_dry_run_with
     threshold 0.6: A holds 2/4 = 0.5, so all 0; A A A B: 3/4, so 1 1 1 0); `methods show` and `datasets show`
     print the new entries; and the demo dry-runs with them: 2 datasets x 2 adapting methods = 4 adaptations,
     6 evaluations (the zero-shot of each dataset too), every name and parameter checked first."""
-    work = _copy_workflow(tmp_path)
+    work = copy_workflow(tmp_path)
     touched = _follow_the_guide(work)
     assert touched == ["src/ttrl_bench/rewards/voting.py", "src/ttrl_bench/rewards/registry.py"] * 2 + [
         "src/ttrl_bench/adaptation/presets.py", "src/ttrl_bench/datasets/registry.py"]
-    env = {**_env(), "PYTHONPATH": str(work / "src")}  # the copy's package, not the checkout's
+    env = {**workflow_env(), "PYTHONPATH": str(work / "src")}  # the copy's package, not the checkout's
     rewards = subprocess.run(
         [sys.executable, "-c", "from ttrl_bench.rewards.registry import get_reward\n"
          "r = get_reward('confident_majority', threshold=0.6, unparsable='no_reward')\n"
@@ -78,7 +79,7 @@ def test_the_extending_guide_adds_a_method_and_a_local_dataset_that_dry_run_with
     dry = subprocess.run(command, shell=True, cwd=work, env={**env, "HF_HUB_OFFLINE": "1"}, capture_output=True,
                          text=True)
     assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
-    counts = _job_counts(dry.stdout)
+    counts = job_counts(dry.stdout)
     assert (counts["adapt"], counts["evaluate"]) == (4, 6)
     assert "confident-majority" in dry.stdout and "my-quiz" in dry.stdout
     # step 5's fixture test, written by the guide, passes in the copy

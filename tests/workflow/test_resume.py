@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.workflow.test_workflow import _copy_workflow, _env, _snakemake
+from tests.support.workflow import copy_workflow, workflow_env, run_snakemake
 from ttrl_bench.models.saved import RECORD, missing_files
 from ttrl_bench.results.store import query
 from ttrl_bench.runs.kill_points import ENV, MOMENTS
@@ -67,7 +67,7 @@ def _store(work: Path):
 def _killed(work: Path, args: list[str], moment: str) -> str:
     """Run Snakemake until it is killed at `moment`; its log. A killed Snakemake leaves its lock behind:
     what a user does next is unlock, then rerun."""
-    env = _env()
+    env = workflow_env()
     if moment == "temp-removal":
         command = [sys.executable, "-c", KILLED_IN_TEMP_REMOVAL, *args]
     else:
@@ -75,7 +75,7 @@ def _killed(work: Path, args: list[str], moment: str) -> str:
     # its own process group: what the kill takes down is this Snakemake and its jobs, never pytest
     run = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, start_new_session=True)
     assert run.returncode == -signal.SIGKILL, f"not killed at {moment}:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
-    _snakemake(work, "--unlock", "--configfile", "small.yaml")
+    run_snakemake(work, "--unlock", "--configfile", "small.yaml")
     return run.stdout + run.stderr
 
 
@@ -84,7 +84,7 @@ def test_killed_run_resumes_to_the_same_results(tmp_path, demo_data, scene_data,
     killed, clean = tmp_path / "killed", tmp_path / "clean"
     for work in (killed, clean):
         work.mkdir()
-        _copy_workflow(work)
+        copy_workflow(work)
         (work / "small.yaml").write_text(SMALL)
         # prepared data and a demo-shaped model (conftest: the demo's builder, 5 steps): any model will
         # do, resuming the adaptations and evaluations is what is tested (copy2 keeps times: up to date)
@@ -111,12 +111,12 @@ def test_killed_run_resumes_to_the_same_results(tmp_path, demo_data, scene_data,
     _killed(killed, args, "ingest")  # the store's first table written to its temporary file
     assert (killed / "results/benchmark.duckdb.tmp").exists() and not (killed / "results/benchmark.duckdb").exists()
 
-    rerun = _snakemake(killed, *args)
+    rerun = run_snakemake(killed, *args)
     # the evaluation that finished is not redone (its half-deleted weights would be loaded), nor the adaptation
     assert f"output: {ADAPTED_EVAL}" not in rerun.stdout + rerun.stderr
     assert f"output: {ADAPTED}" not in rerun.stdout + rerun.stderr
 
-    _snakemake(clean, *args)
+    run_snakemake(clean, *args)
     for resumed, uninterrupted in zip(_store(killed), _store(clean)):
         assert resumed.equals(uninterrupted)
 

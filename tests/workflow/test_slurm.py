@@ -7,8 +7,8 @@ import shutil
 import pytest
 
 from tests.support.slurm_cluster import one_node_cluster, slurm_available
-from tests.plan.test_preflight import cache_model
-from tests.workflow.test_workflow import _copy_workflow, _snakemake
+from tests.support.plan import cache_model
+from tests.support.workflow import copy_workflow, run_snakemake
 from ttrl_bench.results.store import query
 
 # CI installs SLURM and sets this: there, a missing SLURM is a failure, not a skip.
@@ -37,7 +37,7 @@ def test_demo_runs_through_the_slurm_profile(tmp_path, demo_data, scene_data, ti
             pytest.fail(f"SLURM is required here but {WHY_NOT}")
         pytest.skip(f"no SLURM: {WHY_NOT}")
     (tmp_path / "work").mkdir()
-    work = _copy_workflow(tmp_path / "work")
+    work = copy_workflow(tmp_path / "work")
     (work / "small.yaml").write_text(SMALL_DEMO)
     # prepared data and a demo-shaped model (conftest: the demo's builder, 5 steps) in place: any model
     # will do, the scheduling of the GPU rules is what is tested (copy2 keeps times: the model is newer)
@@ -47,7 +47,7 @@ def test_demo_runs_through_the_slurm_profile(tmp_path, demo_data, scene_data, ti
     with one_node_cluster(tmp_path / "cluster") as env:
         os.environ.update(SLURM_CONF=env["SLURM_CONF"], TTRL_SLURM_PARTITION="debug", TTRL_SLURM_ACCOUNT="")
         try:
-            result = _snakemake(
+            result = run_snakemake(
                 work, "--workflow-profile", "profiles/slurm", "--configfile", "small.yaml", "--verbose",
                 "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
                 "--slurm-no-account", "results/benchmark.duckdb",  # the store: no tables, figures or audit
@@ -90,7 +90,7 @@ models:
 
 
 def _stub_cluster(tmp_path):
-    work = _copy_workflow(tmp_path / "work")
+    work = copy_workflow(tmp_path / "work")
     (work / "big.yaml").write_text(EIGHT_B)
     data = work / "results/data/demo-digits"
     data.mkdir(parents=True)
@@ -139,7 +139,7 @@ def test_the_slurm_dry_run_shows_what_each_job_will_ask(stub_cluster):
     new tokens) through HF generate at 6,617.9 tokens/s = 5.163 min, + 2.15 start-up) = 14.6 -> 15 minutes. No
     card named: no gpu_model pinned (empty), sbatch asks --gpus=N of any type."""
     evaluation = "results/eval/big/ttrv/demo-digits/demo-digits/n20_random/seed0/metrics.json"
-    dry = _snakemake(stub_cluster, "-n", "--workflow-profile", "profiles/slurm", *CONFIG, evaluation).stdout
+    dry = run_snakemake(stub_cluster, "-n", "--workflow-profile", "profiles/slurm", *CONFIG, evaluation).stdout
     adapt, evaluate = _printed_resources(dry, "adapt"), _printed_resources(dry, "evaluate")
     assert (adapt["gpu"], adapt["mem_mb"], adapt["runtime"]) == ("2", "123000", "84"), adapt
     assert (evaluate["gpu"], evaluate["mem_mb"], evaluate["runtime"]) == ("1", "39778", "15"), evaluate
@@ -149,7 +149,7 @@ def test_the_slurm_dry_run_shows_what_each_job_will_ask(stub_cluster):
 def test_an_8b_job_asks_slurm_for_its_gpus(stub_cluster, tmp_path):
     """Issue 26 point 1 and issue 24: sbatch receives the plan's request (2 GPUs, 123000 MB, 84 minutes: test_plan.py
     test_adaptation_requests_are_the_cost_models_decision)."""
-    _snakemake(stub_cluster, "--workflow-profile", "profiles/slurm", *CONFIG, ADAPTATION, *NO_WAITING, check=False)
+    run_snakemake(stub_cluster, "--workflow-profile", "profiles/slurm", *CONFIG, ADAPTATION, *NO_WAITING, check=False)
     calls = (tmp_path / "sbatch.log").read_text().splitlines()
     adapt = [call for call in calls if "rule_adapt" in call]
     assert adapt and all(f in adapt[0] for f in ("--gpus=2", "--cpus-per-gpu=8", "--mem 123000", "-t 84")), calls
@@ -160,7 +160,7 @@ def test_the_configs_card_is_the_gpu_type_sbatch_asks_for(stub_cluster, tmp_path
     resource of the GPU rules. On 141 GB cards the 8B adaptation fits one GPU (test_plan.py's 129.4 GB on one GPU,
     no vLLM share under `auto`, < 141; 2 on an 80 GB H100): sbatch gets --gpus=h200:1."""
     (stub_cluster / "card.yaml").write_text("resources: {gpu_model: h200}\n")
-    _snakemake(stub_cluster, "--workflow-profile", "profiles/slurm", "--configfile", "big.yaml", "card.yaml",
+    run_snakemake(stub_cluster, "--workflow-profile", "profiles/slurm", "--configfile", "big.yaml", "card.yaml",
                "--replace-workflow-config", ADAPTATION, *NO_WAITING, check=False)
     calls = (tmp_path / "sbatch.log").read_text().splitlines()
     adapt = [call for call in calls if "rule_adapt" in call]
@@ -170,7 +170,7 @@ def test_the_configs_card_is_the_gpu_type_sbatch_asks_for(stub_cluster, tmp_path
 def test_the_slurm_profile_given_as_profile_stops_naming_the_flag(stub_cluster, tmp_path):
     """`--profile profiles/slurm` also applies profiles/default (gpu=1): it would submit the 8B job
     with one GPU; instead nothing is submitted and the message names the right flag."""
-    result = _snakemake(stub_cluster, "--profile", "profiles/slurm", *CONFIG, ADAPTATION, check=False)
+    result = run_snakemake(stub_cluster, "--profile", "profiles/slurm", *CONFIG, ADAPTATION, check=False)
     assert result.returncode != 0
     assert "use `--workflow-profile profiles/slurm`" in result.stdout + result.stderr
     assert not (tmp_path / "sbatch.log").exists()

@@ -3,10 +3,8 @@
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,34 +13,16 @@ from ttrl_bench.results.paper_tables import PAPER_TABLES
 from ttrl_bench.results.store import query
 from ttrl_bench.runs.launch import machine_has_gpu
 
+from tests.support import REPO
+from tests.support.workflow import WORKFLOW_FILES, copy_workflow, job_counts, run_snakemake, workflow_env
+
 # the tests sharing the README command's run (demo_run) are one xdist group: one pytest-xdist worker takes them
 # all (a worker of their own each would run the demo each where the checkout has no run); the others, seconds of
 # Snakemake each, go to whichever worker is free. (pytest-xdist 3.8 under pytest 9 ignores xdist_group: it renames
 # item._nodeid, which pytest 9 no longer reads. Each worker with a demo test then copies the checkout's run, seconds.)
 SHARES_THE_DEMO_RUN = pytest.mark.xdist_group("readme-command")
 
-REPO = Path(__file__).resolve().parents[2]
-WORKFLOW_FILES = ["Snakefile", "rules", "config", "workflow", "profiles", "envs", "src"]
 GPU_RULES = ("adapt", "adapt_per_sample", "evaluate")
-
-
-def _copy_workflow(dest: Path) -> Path:
-    for name in WORKFLOW_FILES:
-        src = REPO / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, dest / name)
-    return dest
-
-
-def _env() -> dict:
-    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-
-
-def _snakemake(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = _env()
-    result = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, env=env, capture_output=True, text=True)
-    if check and result.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
-    return result
 
 
 def readme_command() -> str:
@@ -100,17 +80,17 @@ def checkout_demo_log() -> str | None:
 def demo_run(tmp_path_factory) -> tuple[Path, str]:
     """The README's main job, its command as written, and what it printed. A copy of this checkout's
     own run where it is current (`checkout_demo_log`), else run here in a workdir whose path has a space."""
-    work = _copy_workflow(tmp_path_factory.mktemp("work dir"))
+    work = copy_workflow(tmp_path_factory.mktemp("work dir"))
     log = checkout_demo_log()
     if log is not None:  # copy2 keeps modification times: Snakemake sees the copy as up to date
         for name in ("results", "logs", ".snakemake"):
             shutil.copytree(REPO / name, work / name, ignore=shutil.ignore_patterns("locks", "incomplete"))
         # the command as written, dry: it says which profile it takes and that nothing is left to do
-        dry = subprocess.run(readme_command() + " -n", shell=True, cwd=work, env=_env(), capture_output=True, text=True)
+        dry = subprocess.run(readme_command() + " -n", shell=True, cwd=work, env=workflow_env(), capture_output=True, text=True)
         assert dry.returncode == 0 and "Nothing to be done" in dry.stdout, dry.stdout[-4000:] + dry.stderr[-4000:]
         return work, dry.stderr + log
     assert " " in str(work)
-    result = subprocess.run(readme_command(), shell=True, cwd=work, env=_env(), capture_output=True, text=True)
+    result = subprocess.run(readme_command(), shell=True, cwd=work, env=workflow_env(), capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     return work, result.stderr + result.stdout
 
@@ -231,8 +211,8 @@ def test_every_rule_logs(demo_run):
 @SHARES_THE_DEMO_RUN
 def test_rerun_has_nothing_to_do_and_report_builds(demo_run):
     demo_run, _ = demo_run
-    assert "Nothing to be done" in _snakemake(demo_run, "--cores", "1", "-n").stdout
-    _snakemake(demo_run, "--report", "results/report.html")
+    assert "Nothing to be done" in run_snakemake(demo_run, "--cores", "1", "-n").stdout
+    run_snakemake(demo_run, "--report", "results/report.html")
     report = (demo_run / "results/report.html").read_text(errors="replace")
     for item in ("training_curves.png", "cross_dataset.png", "step_costs.png", "fidelity.md", "data_preparation.md"):
         assert item in report, item
@@ -242,17 +222,17 @@ def test_the_guards_hint_for_an_overlay_runs_verbatim(tmp_path):
     """Issue 57: an overlay run where the demo's results are refused with a hint; the hint, pasted as it is (its
     `<name>` filled in, `-n` added), dry-runs: the default config is found beside the workflow, not in
     runs/<name>/. The message states the --configfile trap (it takes every name after it)."""
-    work = _copy_workflow(tmp_path)
+    work = copy_workflow(tmp_path)
     (work / "results").mkdir()
     (work / "results/config_files.json").write_text('{"config_files": ["config/config.yaml"]}')
     (work / "shapes.yaml").write_text("adaptation:\n  n_samples: 2\n")
-    refused = _snakemake(work, "--cores", "all", "--configfile", "shapes.yaml", "-n", check=False)
+    refused = run_snakemake(work, "--cores", "all", "--configfile", "shapes.yaml", "-n", check=False)
     assert refused.returncode == 1
     message = refused.stdout + refused.stderr
     assert "targets go before --configfile, which takes every file name after it as a config file" in message
     hint = re.search(r"Run it in a directory of its own: (snakemake [^(]+?) \(", message).group(1)
     assert hint == "snakemake --directory runs/<name> --configfile shapes.yaml"
-    dry = subprocess.run(hint.replace("<name>", "shapes") + " -n", shell=True, cwd=work, env=_env(),
+    dry = subprocess.run(hint.replace("<name>", "shapes") + " -n", shell=True, cwd=work, env=workflow_env(),
                          capture_output=True, text=True)
     assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
     assert re.search(r"^adapt\s+5$", dry.stdout, re.M) and (work / "runs/shapes").is_dir()
@@ -262,15 +242,14 @@ def test_one_methods_jobs_run_by_the_documented_command(tmp_path):
     """Issue 57: docs/running-a-paper.md's "One method's jobs" command, as written (`-n` added): the demo's TTRV
     alone is its data (both demo sets: the model is warm-started on both), the model, one adaptation and one
     evaluation, and no other method's job or aggregation."""
-    from tests.plan.test_paper_configs import _job_counts  # it imports this module
 
     guide = (REPO / "docs/running-a-paper.md").read_text().split("## One method's jobs", 1)[1]
     command = re.search(r"```sh\n(.*?)\n```", guide, re.S).group(1)
     assert command == "snakemake --cores all $(ttrl-bench targets config/config.yaml --method ttrv)"
-    work = _copy_workflow(tmp_path)
-    dry = subprocess.run(command + " -n", shell=True, cwd=work, env=_env(), capture_output=True, text=True)
+    work = copy_workflow(tmp_path)
+    dry = subprocess.run(command + " -n", shell=True, cwd=work, env=workflow_env(), capture_output=True, text=True)
     assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
-    assert _job_counts(dry.stdout) == {"prepare_data": 2, "build_demo_model": 1, "adapt": 1, "evaluate": 1}
+    assert job_counts(dry.stdout) == {"prepare_data": 2, "build_demo_model": 1, "adapt": 1, "evaluate": 1}
     assert "results/adapt/demo/ttrv/demo-digits/n20_random/seed0" in dry.stdout and "/dare/" not in dry.stdout
 
 
@@ -282,16 +261,16 @@ def test_every_other_method_runs_end_to_end_on_the_cpu(demo_run, tmp_path):
     once, and each has its row in the rendered layout tables."""
     demo_run, _ = demo_run
     # not in the demo's results tree: its store, tables and figures are the demo's (issue 26 point 5)
-    refused = _snakemake(demo_run, "-n", "--configfile", "config/cpu-methods.yaml", "--replace-workflow-config", check=False)
+    refused = run_snakemake(demo_run, "-n", "--configfile", "config/cpu-methods.yaml", "--replace-workflow-config", check=False)
     assert refused.returncode != 0
     assert "results/ holds the results of config config/config.yaml" in refused.stdout + refused.stderr
     # a directory of its own, with the demo's model and prepared data copied (times kept: up to date)
     work = tmp_path / "cpu methods"
     work.mkdir()
-    _copy_workflow(work)
+    copy_workflow(work)
     for shared in ("results/models", "results/data"):
         shutil.copytree(demo_run / shared, work / shared)
-    result = _snakemake(work, "--cores", "2", "--configfile", "config/cpu-methods.yaml", "--replace-workflow-config",
+    result = run_snakemake(work, "--cores", "2", "--configfile", "config/cpu-methods.yaml", "--replace-workflow-config",
                         "results/tables/ttrv_table1_layout.md")  # the store, figures, audit and tables (results/README.md)
     assert "rule build_demo_model" not in result.stdout  # the demo's model, not a new one
     db = work / "results" / "benchmark.duckdb"
@@ -328,12 +307,12 @@ def test_same_predictions_whatever_the_thread_settings(demo_run, tmp_path):
     (cli.pin_numerics). One job of each rule, on the demo's model and data (the model's own warm
     start under other thread counts: tests/cli/test_cli.py)."""
     demo_run, _ = demo_run
-    work = _copy_workflow(tmp_path)
+    work = copy_workflow(tmp_path)
     for shared in ("results/models", "results/data"):  # times kept: up to date, not rebuilt
         shutil.copytree(demo_run / shared, work / shared)
     runs = ["demo/ttrv/demo-digits/demo-digits", "demo/vr-ttrl/demo-digit-scenes/demo-digit-scenes"]
     targets = [f"results/eval/{run}/n20_random/seed0/predictions.parquet" for run in runs]
-    result = _snakemake(work, *targets, "--cores", "2", "--workflow-profile", "profiles/default", "--set-threads",
+    result = run_snakemake(work, *targets, "--cores", "2", "--workflow-profile", "profiles/default", "--set-threads",
                         "adapt=2", "adapt_per_sample=2", "evaluate=2")
     assert "rule build_demo_model" not in result.stdout + result.stderr
     for name in targets:
@@ -346,7 +325,7 @@ def test_a_copied_results_tree_has_nothing_to_do(demo_run, tmp_path):
     demo_run, _ = demo_run
     copy = tmp_path / "copied tree"
     shutil.copytree(demo_run, copy)  # files and their modification times, .snakemake included
-    result = _snakemake(copy, "--cores", "1", "-n")
+    result = run_snakemake(copy, "--cores", "1", "-n")
     assert "Nothing to be done" in result.stdout, result.stdout[-3000:]
 
 
@@ -361,7 +340,7 @@ def test_a_pasted_log_line_reruns_the_step(demo_run, tmp_path):
     run = "demo/zero-shot/none/demo-digit-scenes/n20_random/seed0"
     if not (demo_run / f"logs/evaluate/{run}.log").read_text().startswith(f"cd '{demo_run}'"):
         # a copy of the checkout's run (demo_run): its logs name the checkout; this job's log must name the copy
-        _snakemake(demo_run, f"results/eval/{run}/predictions.parquet", "--cores", "1", "--forcerun", "evaluate")
+        run_snakemake(demo_run, f"results/eval/{run}/predictions.parquet", "--cores", "1", "--forcerun", "evaluate")
     line = (demo_run / f"logs/evaluate/{run}.log").read_text().splitlines()[0]
     assert line.startswith(f"cd '{demo_run}' && ")
     predictions = demo_run / f"results/eval/{run}/predictions.parquet"
@@ -377,7 +356,7 @@ def test_a_pasted_log_line_reruns_the_step(demo_run, tmp_path):
 
 
 def test_lint_is_clean(tmp_path):
-    result = _snakemake(_copy_workflow(tmp_path), "--lint", check=False)
+    result = run_snakemake(copy_workflow(tmp_path), "--lint", check=False)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -394,9 +373,9 @@ def test_lint_is_clean(tmp_path):
 def test_config_errors_stop_before_any_job(tmp_path, monkeypatch, bad_config, named):
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there: an unreachable Hub
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    work = _copy_workflow(tmp_path)
+    work = copy_workflow(tmp_path)
     (work / "bad.yaml").write_text(bad_config + "\n")
-    result = _snakemake(work, "--cores", "1", "--configfile", "bad.yaml", check=False)
+    result = run_snakemake(work, "--cores", "1", "--configfile", "bad.yaml", check=False)
     assert result.returncode != 0
     assert named in result.stdout + result.stderr
     assert "Failed validating" not in result.stdout + result.stderr
@@ -405,8 +384,8 @@ def test_config_errors_stop_before_any_job(tmp_path, monkeypatch, bad_config, na
 
 def test_a_config_mistake_stops_snakemake_with_one_line(tmp_path):
     """A misspelt dataset: Snakemake's exit is the message alone, the closest names first, no traceback."""
-    work = _copy_workflow(tmp_path)
-    result = _snakemake(work, "-n", "--config", 'datasets=["demo-digitz"]', check=False)
+    work = copy_workflow(tmp_path)
+    result = run_snakemake(work, "-n", "--config", 'datasets=["demo-digitz"]', check=False)
     assert result.returncode == 1
     assert ("config error: config key `datasets`: unknown name(s) 'demo-digitz' (did you mean demo-digits or "
             "demo-digit-scenes") in result.stderr
