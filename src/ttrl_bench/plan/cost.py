@@ -253,9 +253,8 @@ def authors_throughput_flops() -> float:
 
 def runtime_minutes(config, settings: JobSettings, micro_batch: int, gpus: int) -> dict:
     """Minutes of the job on the authors' card: FLOPs at the fitted rate plus the weights' traffic (FLOP_RATE_FACTOR's
-    comment). FLOPs: training forwards +
-    backwards on the trained rollouts, old / reference forwards on all rollouts (a third of forward +
-    backward each), decoding at 2 FLOPs per parameter per new token (prefill is in the forwards)."""
+    comment). FLOPs: training forwards + backwards on the trained rollouts, old / reference forwards on all rollouts
+    (a third of forward + backward each), decoding at 2 FLOPs per parameter per new token (prefill is in the forwards)."""
     rate = authors_throughput_flops() * FLOP_RATE_FACTOR
     if not settings.trains:  # vote-only: the prefill forward (its trace's FLOPs) and the decoding; no step, no traffic
         prefill = settings.prefill_shape(most=False)
@@ -263,7 +262,8 @@ def runtime_minutes(config, settings: JobSettings, micro_batch: int, gpus: int) 
         per_round = settings.prompts_per_step * settings.rollouts * (
             trace.flops / prefill.sequences + settings.new_tokens * 2 * trace.parameters)
         flops = per_round * settings.rounds
-        return {"flops": flops, "flops_per_gpu_second": rate, **dict.fromkeys(("flop_min", "compute_min"), flops / (rate * gpus) / 60), "traffic_min": 0.0}
+        minutes = flops / (rate * gpus) / 60
+        return {"flops": flops, "flops_per_gpu_second": rate, "flop_min": minutes, "traffic_min": 0.0, "compute_min": minutes}
     trace = memory.image_trace(config, settings.shape(micro_batch))
     per_sequence = trace.flops / micro_batch  # FLOPs are linear in the sequences of a forward
     per_round = settings.prompts_per_step * (
