@@ -169,8 +169,8 @@ def test_a_job_log_holds_one_progress_line_per_interval(tmp_path):
 
 
 def test_the_demo_models_warm_start_is_the_same_under_any_thread_count(demo_data, scene_data, tmp_path):
-    """Issue 16: build_demo_model's job gets 2 threads in the demo (rules/models.smk), 1 elsewhere; the
-    job pins torch's own thread count (cli.pin_numerics), so the weights are the same bytes either way.
+    """Issue 16: a job's OMP_NUM_THREADS is whatever Snakemake's `threads` or the user's shell says (1 or 2 here);
+    the job pins torch's own thread count (cli.pin_numerics), so the weights are the same bytes either way.
     Without the pin they are not: TTRL_BENCH_THREADS=1 and =2 (which set torch's threads) give other bytes
     after these 10 steps already (checked by hand, 2026-11-24)."""
     weights = {}
