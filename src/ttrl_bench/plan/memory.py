@@ -115,7 +115,7 @@ def config_dict(config) -> dict:
     """The fields of a transformers config that define the architecture (for the cache key); shared: not to be
     edited."""
     held = _CONFIG_DICTS.get(id(config))
-    if held is None or held[0] is not config:
+    if held is None:  # a held entry's config is alive, so no other object has its id
         if len(_CONFIG_DICTS) >= 64:
             _CONFIG_DICTS.pop(next(iter(_CONFIG_DICTS)))
         held = _CONFIG_DICTS[id(config)] = (config, json.loads(config.to_json_string(use_diff=True)))
@@ -346,7 +346,7 @@ def ship_cache() -> int:
     """Copy every trace of the local cache into the shipped data/traces.json (how the committed traces
     are regenerated: delete data/traces.json, run `ttrl-bench plan CONFIG` for the paper configs and
     `python -m ttrl_bench.plan.cost`, which also traces the calibration points)."""
-    shipped = json.loads(SHIPPED_TRACES.read_text()) if SHIPPED_TRACES.exists() else {}
+    shipped = dict(_shipped_traces())  # a copy: the cached read stays as the file was
     for path in sorted(cache_dir().glob("*.json")):
         shipped[path.stem] = json.loads(path.read_text())
     SHIPPED_TRACES.write_text(json.dumps(shipped, indent=1, sort_keys=True) + "\n")
