@@ -23,7 +23,7 @@ from ttrl_bench.adaptation.grpo import TestTimeAdaptation
 from ttrl_bench.adaptation.presets import resolve_method
 from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.models.loading import load_model
-from ttrl_bench.runs.processes import process_state
+from ttrl_bench.runs.processes import end_processes, process_state
 model_dir, data, out = map(Path, sys.argv[1:4])
 tiny = {"num_generations": 4, "n_votes": 8, "max_completion_length": 3, "epochs": 1, "kl_beta": 0.0,
         "learning_rate": 1e-3, "warmup_ratio": 0.0}
@@ -43,6 +43,7 @@ for name, (spec, n) in runs.items():
                     "distributed": accelerator.distributed_type.value, "sync_each_batch": accelerator.gradient_state.plugin_kwargs.get(
                         "sync_each_batch", False), "accumulation": adaptation.trainer.args.gradient_accumulation_steps}
 open(f"result-{process_state().process_index}.json", "w").write(json.dumps(result))
+end_processes()  # as the CLI does: a live gloo group at exit can abort the process (issue 52)
 """
 
 

@@ -23,14 +23,14 @@ def test_the_launch_command_follows_the_decided_gpus_and_offload():
 GATHER_SCRIPT = """
 import json
 from ttrl_bench.adaptation.reward_bridge import GroupReward
-from ttrl_bench.runs.processes import process_state
+from ttrl_bench.runs.processes import end_processes, process_state
 rank = process_state().process_index
 texts = ["A", "B", "B", "junk"][2 * rank : 2 * rank + 2]  # one group of 4, half on each process
 reward = GroupReward("majority_vote", {}, num_generations=4)
 local = reward(prompts=None, completions=[[{"role": "assistant", "content": t}] for t in texts],
                completion_ids=[[1]] * 2, id=["x"] * 2, options=[["a", "b", "c", "d"]] * 2, answer=["B"] * 2)
 open(f"rewards-{rank}.json", "w").write(json.dumps(local))  # a file each: a shared pipe interleaves lines
-process_state().destroy_process_group()  # exiting with a live gloo group can abort (terminate called ...)
+end_processes()  # as the CLI does: exiting with a live gloo group can abort (terminate called ...)
 """
 
 
@@ -101,7 +101,7 @@ from ttrl_bench.adaptation.presets import resolve_method
 from ttrl_bench.adaptation.weights import full_tensor
 from ttrl_bench.datasets.prepare import load_manifest
 from ttrl_bench.models.loading import load_model
-from ttrl_bench.runs.processes import process_state
+from ttrl_bench.runs.processes import end_processes, process_state
 model_dir, data, out = map(Path, sys.argv[1:4])
 model, processor = load_model(str(model_dir), dtype="fp32")
 base = {n: p.detach().clone() for n, p in model.named_parameters()}
@@ -114,6 +114,7 @@ from ttrl_bench.adaptation.weights import WeightSnapshot
 held = len(WeightSnapshot(model).values)  # issue 23 finding 5: the main process alone keeps the copy
 open(f"result-{process_state().process_index}.json", "w").write(json.dumps({  # a file each, not a shared pipe
     "held": held, "restored": restored, "outputs": len(outputs), "changed": list(log["weights_changed"]), "rounds": len(log)}))
+end_processes()  # as the CLI does: a live gloo group at exit aborted rank 0 once under a CPU hog (issue 52)
 """
 
 

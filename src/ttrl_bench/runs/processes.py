@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
-import torch
-from accelerate import PartialState
+import sys
 
 
-def process_state() -> PartialState:
+def process_state():
     """accelerate's shared view of the processes. The first caller fixes it for the whole job, so it
     asks as TRL's trainer will (`use_cpu` where no GPU is visible): several CPU processes then form
-    one gloo group instead of running as independent copies."""
+    one gloo group instead of running as independent copies. (torch and accelerate are imported here, not
+    above: every CLI command imports this module to end its process group.)"""
+    import torch
+    from accelerate import PartialState
+
     return PartialState(cpu=not torch.cuda.is_available())
+
+
+def end_processes() -> None:
+    """Leave the process group, if this job is in one, before the interpreter exits. A gloo group still
+    alive at exit is torn down by static destructors while its threads run: the process then aborts
+    ("terminate called without an active exception", SIGABRT) after its work is done, and the job fails
+    (issue 52: the per-sample FSDP test under a CPU hog, seed 699389589). torch's own advice is the
+    same for NCCL (it warns at exit when the group was not destroyed). Local: no rank waits for another."""
+    dist = sys.modules.get("torch.distributed")  # a job that never imported torch has no group to end
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
