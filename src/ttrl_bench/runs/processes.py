@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from accelerate import PartialState
 
 
-def process_state():
+def process_state() -> PartialState:
     """accelerate's shared view of the processes. The first caller fixes it for the whole job, so it
     asks as TRL's trainer will (`use_cpu` where no GPU is visible): several CPU processes then form
     one gloo group instead of running as independent copies. (torch and accelerate are imported here, not
