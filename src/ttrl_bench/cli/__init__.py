@@ -11,7 +11,6 @@ import os
 import sys
 from pathlib import Path
 
-from ..runs.processes import end_processes
 from ..runs.progress import readable_progress
 from . import adaptation, diagnostics, evaluation, planning, preparation, registry, results
 from .common import log
@@ -119,7 +118,6 @@ def _run(args, argv: list[str]) -> int:
     )
     try:
         args.func(args)
-        end_processes()  # after the work, on every process of a launched job; a failed job exits 1 regardless
         sys.stdout.flush()  # a reader that closed the pipe shows here, not in the interpreter's exit
     except BrokenPipeError:  # `ttrl-bench plan ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

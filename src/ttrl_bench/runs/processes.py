@@ -13,7 +13,7 @@ def process_state() -> PartialState:
     """accelerate's shared view of the processes. The first caller fixes it for the whole job, so it
     asks as TRL's trainer will (`use_cpu` where no GPU is visible): several CPU processes then form
     one gloo group instead of running as independent copies. (torch and accelerate are imported here, not
-    above: every CLI command imports this module to end its process group.)"""
+    above: a script that only ends its group need not load them.)"""
     import torch
     from accelerate import PartialState
 
@@ -24,8 +24,9 @@ def end_processes() -> None:
     """Leave the process group, if this job is in one, before the interpreter exits. A gloo group still
     alive at exit is torn down by static destructors while its threads run: the process then aborts
     ("terminate called without an active exception", SIGABRT) after its work is done, and the job fails
-    (issue 52: the per-sample FSDP test under a CPU hog, seed 699389589). torch's own advice is the
-    same for NCCL (it warns at exit when the group was not destroyed). Local: no rank waits for another."""
+    (issue 52: the per-sample FSDP test under a CPU hog, seed 699389589). Local: no rank waits for another.
+    Not called by the CLI: vLLM keeps the one-process group it makes in its own state (parallel_state), and a
+    second engine in the same process failed on the ended group (.ci/vllm-cpu.sh at 528a3a4)."""
     dist = sys.modules.get("torch.distributed")  # a job that never imported torch has no group to end
     if dist is not None and dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
