@@ -22,6 +22,17 @@ def pytest_collection_modifyitems(config, items):
         items.sort(key=lambda item: item.get_closest_marker("workflow") is None)
 
 
+@pytest.fixture
+def join_one_process_group(tmp_path):
+    """Joins a one-process gloo group when called, as a launched job's process is in one; a test that failed
+    leaves no group in this worker."""
+    import torch.distributed as dist
+
+    yield lambda: dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
 @pytest.fixture(scope="session")
 def demo_data(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("data") / "demo-digits"

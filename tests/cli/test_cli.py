@@ -317,3 +317,25 @@ def test_every_documented_command_is_run_by_a_test():
         path, _, name = where.partition("::")
         text = (repo / path).read_text()
         assert not name or re.search(rf"^def {name}\(", text, re.M), where
+
+
+def test_launched_steps_leave_their_process_group_and_the_others_keep_it(join_one_process_group, tmp_path, caplog):
+    """`adapt` and `adapt-per-sample` run under `accelerate launch`: they leave the launch's group before exit, even
+    when they fail (a gloo group alive at exit aborted a finished job, issue 52). `evaluate` keeps the group:
+    in-process vLLM owns its one-process group and a later engine needs it (.ci/vllm-cpu.sh at 528a3a4)."""
+    import torch.distributed as dist
+
+    from ttrl_bench.cli import main
+
+    missing = tmp_path / "not-prepared"
+    step = ["--model-source", str(tmp_path / "model"), "--model-name", "m", "--dataset", "demo-digits",
+            "--data", str(missing), "--out", str(tmp_path / "out")]
+    join_one_process_group()
+    assert main(["evaluate", *step, "--method", "ttrl-majority"]) == 1 and str(missing) in caplog.text  # its input
+    assert dist.is_initialized()
+    for launched, method in (("adapt", "ttrl-majority"), ("adapt-per-sample", "vr-ttrl")):
+        extra = ["--adapt-out", str(tmp_path / "adapted")] if launched == "adapt-per-sample" else []
+        caplog.clear()
+        assert main([launched, *step, "--method", method, *extra]) == 1 and str(missing) in caplog.text
+        assert not dist.is_initialized()
+        join_one_process_group()

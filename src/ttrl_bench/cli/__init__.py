@@ -67,6 +67,11 @@ def rerun_command(argv: list[str]) -> str:
 # Subcommands that compute with torch: their numbers must not depend on the machine.
 TORCH_COMMANDS = {"build-demo-model", "convert-model", "adapt", "evaluate", "adapt-per-sample", "audit-reward"}
 
+# The steps rules start under `accelerate launch` (rules/adapt.smk get_launcher, runs/launch.py): their process
+# group is the launch's, and is left before exit (runs/processes.py end_processes). Not `evaluate`: in-process vLLM
+# keeps the one-process group it makes in its own state, and a later engine needs it (.ci/vllm-cpu.sh at 528a3a4).
+LAUNCHED_COMMANDS = {"adapt", "adapt-per-sample"}
+
 
 def pin_numerics() -> None:
     """The same numbers from 1 or 2 cores, and on other x86-64 machines (issue 16). torch runs on
@@ -117,7 +122,7 @@ def _run(args, argv: list[str]) -> int:
         stream=sys.stderr,
     )
     try:
-        args.func(args)
+        _run_command(args)
         sys.stdout.flush()  # a reader that closed the pipe shows here, not in the interpreter's exit
     except BrokenPipeError:  # `ttrl-bench plan ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -128,3 +133,15 @@ def _run(args, argv: list[str]) -> int:
             log.error("then retry: %s", rerun_command(argv))
         return 1
     return 0
+
+
+def _run_command(args) -> None:
+    """The subcommand; a launched step then leaves its group, failed or not (a gloo group alive at exit aborts
+    the process after its work: SIGABRT, and the job is called failed; issue 52)."""
+    try:
+        args.func(args)
+    finally:
+        if args.command in LAUNCHED_COMMANDS:
+            from ..runs.processes import end_processes
+
+            end_processes()

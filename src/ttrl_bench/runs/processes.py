@@ -25,8 +25,9 @@ def end_processes() -> None:
     alive at exit is torn down by static destructors while its threads run: the process then aborts
     ("terminate called without an active exception", SIGABRT) after its work is done, and the job fails
     (issue 52: the per-sample FSDP test under a CPU hog, seed 699389589). Local: no rank waits for another.
-    Not called by the CLI: vLLM keeps the one-process group it makes in its own state (parallel_state), and a
-    second engine in the same process failed on the ended group (.ci/vllm-cpu.sh at 528a3a4)."""
+    The CLI calls it after the launched steps only (cli.LAUNCHED_COMMANDS): vLLM keeps the one-process group it
+    makes in its own state (parallel_state), and a second engine in the same process failed on the ended group
+    (.ci/vllm-cpu.sh at 528a3a4)."""
     dist = sys.modules.get("torch.distributed")  # a job that never imported torch has no group to end
     if dist is not None and dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
