@@ -321,7 +321,7 @@ def test_every_documented_command_is_run_by_a_test():
 
 def test_launched_steps_leave_their_process_group_and_the_others_keep_it(join_one_process_group, tmp_path, caplog):
     """`adapt` and `adapt-per-sample` run under `accelerate launch`: they leave the launch's group before exit, even
-    when they fail (a gloo group alive at exit aborted a finished job, issue 52). `evaluate` keeps the group:
+    when they fail (a gloo group alive at exit aborted a finished 2-process script, issue 52). `evaluate` keeps it:
     in-process vLLM owns its one-process group and a later engine needs it (.ci/vllm-cpu.sh at 528a3a4)."""
     import torch.distributed as dist
 
