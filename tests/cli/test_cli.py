@@ -333,9 +333,9 @@ def test_launched_steps_leave_their_process_group_and_the_others_keep_it(join_on
     join_one_process_group()
     assert main(["evaluate", *step, "--method", "ttrl-majority"]) == 1 and str(missing) in caplog.text  # its input
     assert dist.is_initialized()
-    for launched, method in (("adapt", "ttrl-majority"), ("adapt-per-sample", "vr-ttrl")):
-        extra = ["--adapt-out", str(tmp_path / "adapted")] if launched == "adapt-per-sample" else []
+    for launched in (["adapt", "--method", "ttrl-majority"],
+                     ["adapt-per-sample", "--method", "vr-ttrl", "--adapt-out", str(tmp_path / "adapted")]):
         caplog.clear()
-        assert main([launched, *step, "--method", method, *extra]) == 1 and str(missing) in caplog.text
+        assert main([*launched, *step]) == 1 and str(missing) in caplog.text
         assert not dist.is_initialized()
         join_one_process_group()
